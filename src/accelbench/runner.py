@@ -1,0 +1,170 @@
+"""The sweep: warm-up, closed-loop concurrency levels and open-loop rate levels, raw per-request records.
+
+No file I/O and no plotting here: records go back to the caller (accelbench.study), level by level.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from accelbench.params import Resolved, Workload
+from accelbench.workload import arrival_offsets_s, make_prompts, rng_for
+
+
+class Engine(Protocol):
+    def generate(self, request_id: str, prompt_token_ids: list[int],
+                 max_tokens: int) -> AsyncIterator[tuple[int, dict[str, Any] | None]]:
+        """Yield (new output tokens, engine stats or None) as each chunk arrives."""
+        ...
+
+
+@dataclass(frozen=True)
+class Level:
+    kind: str  # "concurrency" (closed loop) or "rate" (open loop)
+    value: float
+    repetition: int
+    num_requests: int
+    index: int  # position in the sweep; seeds the prompts of this level
+
+    @property
+    def label(self) -> str:
+        unit = "" if self.kind == "concurrency" else " req/s"
+        return f"{self.kind} {self.value:g}{unit} rep {self.repetition}"
+
+
+def plan_levels(workload: Workload) -> list[Level]:
+    """Every level, repetitions adjacent, closed loop first, then open loop."""
+    levels = []
+    points = [("concurrency", float(c), workload.requests_for_concurrency(c)) for c in workload.concurrency_levels]
+    points += [("rate", r, workload.requests_for_rate(r)) for r in workload.request_rates_per_s]
+    for kind, value, n in points:
+        for rep in range(workload.repetitions):
+            levels.append(Level(kind, value, rep, n, len(levels)))
+    return levels
+
+
+def warmup_concurrency(level: Level, workload: Workload) -> int:
+    """Warm-up batch for a level: its own concurrency, so every batch shape it measures is compiled first."""
+    if level.kind == "concurrency":
+        return int(level.value)
+    return workload.max_concurrency or max(workload.concurrency_levels, default=1)
+
+
+class Clock:
+    """Seconds since the run started (perf_counter), plus the wall time of that start."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+        self.wall_t0 = time.time()
+
+    def __call__(self) -> float:
+        return time.perf_counter() - self.t0
+
+
+async def one_request(engine: Engine, request_id: str, prompt: list[int], max_tokens: int,
+                      clock: Clock, scheduled_s: float | None = None) -> dict[str, Any]:
+    chunk_times: list[float] = []
+    chunk_tokens: list[int] = []
+    stats: dict[str, Any] | None = None
+    error = None
+    submit = clock()
+    try:
+        async for n_new, s in engine.generate(request_id, prompt, max_tokens):
+            chunk_times.append(clock())
+            chunk_tokens.append(n_new)
+            stats = s or stats
+    except Exception as e:  # recorded per request; the level decides what an error means
+        error = f"{type(e).__name__}: {e}"
+    out = sum(chunk_tokens)
+    if error is None and out != max_tokens:
+        error = f"short output: {out} of {max_tokens} tokens"
+    return dict(
+        request_id=request_id, scheduled_s=submit if scheduled_s is None else scheduled_s, submit_s=submit,
+        first_token_s=chunk_times[0] if chunk_times else None, end_s=chunk_times[-1] if chunk_times else None,
+        chunk_times_s=chunk_times, chunk_tokens=chunk_tokens, input_tokens=len(prompt), output_tokens=out,
+        error=error, **{f"engine_{k}": v for k, v in (stats or {}).items()})
+
+
+async def closed_loop(engine: Engine, prompts: list[list[int]], concurrency: int, max_tokens: int,
+                      clock: Clock, prefix: str) -> list[dict[str, Any]]:
+    """`concurrency` clients, each sending its next request when the previous one finishes."""
+    pending = iter(enumerate(prompts))
+    records: list[dict[str, Any]] = []
+
+    async def client() -> None:
+        for i, prompt in pending:
+            records.append(await one_request(engine, f"{prefix}-{i}", prompt, max_tokens, clock))
+
+    await asyncio.gather(*(client() for _ in range(concurrency)))
+    return records
+
+
+async def open_loop(engine: Engine, prompts: list[list[int]], offsets_s: list[float], max_tokens: int,
+                    clock: Clock, prefix: str, max_concurrency: int | None) -> list[dict[str, Any]]:
+    """Requests sent at fixed arrival times whatever the engine's state, optionally capped in flight."""
+    cap = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+    start = clock()
+
+    async def send(i: int, prompt: list[int], at: float) -> dict[str, Any]:
+        if cap is None:
+            return await one_request(engine, f"{prefix}-{i}", prompt, max_tokens, clock, at)
+        async with cap:
+            return await one_request(engine, f"{prefix}-{i}", prompt, max_tokens, clock, at)
+
+    tasks = []
+    for i, (prompt, offset) in enumerate(zip(prompts, offsets_s)):
+        delay = start + offset - clock()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(send(i, prompt, start + offset)))
+    return list(await asyncio.gather(*tasks))
+
+
+async def measure_level(engine: Engine, resolved: Resolved, level: Level, clock: Clock) -> list[dict[str, Any]]:
+    w = resolved.workload
+    rng = rng_for(w.seed, level.index)
+    prompts = make_prompts(level.num_requests, w.input_tokens, resolved.model.vocab_size, rng)
+    prefix = f"L{level.index}"
+    if level.kind == "concurrency":
+        records = await closed_loop(engine, prompts, int(level.value), w.output_tokens, clock, prefix)
+    else:
+        offsets = arrival_offsets_s(level.num_requests, level.value, w.burstiness, rng).tolist()
+        records = await open_loop(engine, prompts, offsets, w.output_tokens, clock, prefix, w.max_concurrency)
+    for r in records:
+        r.update(level_kind=level.kind, level_value=level.value, repetition=level.repetition)
+    return records
+
+
+async def warm_up(engine: Engine, resolved: Resolved, level: Level, clock: Clock) -> None:
+    w = resolved.workload
+    n = max(w.warmup_requests, warmup_concurrency(level, w))
+    prompts = make_prompts(n, w.input_tokens, resolved.model.vocab_size, rng_for(w.seed, 10**6 + level.index))
+    records = await closed_loop(engine, prompts, warmup_concurrency(level, w), w.output_tokens, clock,
+                                f"W{level.index}")
+    errors = [r["error"] for r in records if r["error"]]
+    if errors:
+        raise RuntimeError(f"warm-up for {level.label} failed: {errors[0]}")
+
+
+async def sweep(engine: Engine, resolved: Resolved, clock: Clock,
+                on_level: Callable[[Level, list[dict[str, Any]], float, float], None],
+                on_progress: Callable[[str], None] = print) -> None:
+    """Measure every level; hand each level's records to `on_level(level, records, start_s, end_s)`.
+
+    Each level's first repetition is preceded by a warm-up at its own concurrency. A level in which
+    every request failed stops the sweep (the engine is most likely dead); what was measured is kept.
+    """
+    for level in plan_levels(resolved.workload):
+        if level.repetition == 0:
+            on_progress(f"warm-up for {level.kind} {level.value:g}")
+            await warm_up(engine, resolved, level, clock)
+        on_progress(f"measuring {level.label}: {level.num_requests} requests")
+        start = clock()
+        records = await measure_level(engine, resolved, level, clock)
+        on_level(level, records, start, clock())
+        if records and all(r["error"] for r in records):
+            raise RuntimeError(f"every request of {level.label} failed, first error: {records[0]['error']}")

@@ -1,0 +1,174 @@
+"""One scenario run end to end: resolve, check the host, start vLLM, sweep, save the run folder.
+
+The notebooks and the CLI call these functions; a failure after the engine starts still saves what was
+measured, marked failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from accelbench import metrics, paths, telemetry
+from accelbench.engines import backend_module
+from accelbench.engines.vllm_engine import VllmEngine, captured_output, jit_levels, mark
+from accelbench.environment import collect_environment
+from accelbench.errors import AccelbenchError
+from accelbench.params import Resolved, resolve
+from accelbench.results import new_run_id, save_run
+from accelbench.runner import Clock, Level, sweep
+
+METHOD_NOTES = ("vLLM in-process (AsyncLLM), dummy weights (load_format='dummy') from an architecture "
+                "config, prompts as random token ids (skip_tokenizer_init), ignore_eos with fixed output "
+                "lengths, as vLLM's own benchmarks do")
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    status: str
+    error: str | None
+    levels: pd.DataFrame
+
+    def summary(self) -> pd.DataFrame:
+        return metrics.summarize_levels(self.levels) if not self.levels.empty else self.levels
+
+    def __repr__(self) -> str:
+        return f"RunResult({self.status}, {self.run_dir}, {len(self.levels)} level rows)"
+
+
+def run_sync(coro: Any) -> Any:
+    """Run a coroutine to completion, also from inside Jupyter's already-running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as e:  # re-raised in the caller's thread below
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="accelbench-run")
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+class Collector:
+    """Accumulates each measured level (requests, aggregates, telemetry) as the sweep hands it over."""
+
+    def __init__(self, clock: Clock, sampler: telemetry.Sampler | None, engine: VllmEngine) -> None:
+        self.clock, self.sampler, self.engine = clock, sampler, engine
+        self.requests: list[pd.DataFrame] = []
+        self.levels: list[dict[str, Any]] = []
+
+    def on_level(self, level: Level, records: list[dict[str, Any]], start_s: float, end_s: float) -> None:
+        req = metrics.request_table(records)
+        row = {"level_kind": level.kind, "level_value": level.value, "repetition": level.repetition,
+               **metrics.level_row(req), "level_start_s": start_s, "level_end_s": end_s}
+        t0 = self.clock.t0
+        window = (t0 + row["window_start_s"], t0 + row["window_end_s"])
+        out_tokens = row["output_tok_per_s"] * row["window_s"]
+        samples = self.sampler.samples if self.sampler else []
+        row |= telemetry.summarize(samples, *window, int(round(out_tokens)))
+        kv = [s["kv_cache_usage"] for s in self.engine.scheduler.samples if window[0] <= s["t"] <= window[1]]
+        row["kv_cache_usage_max_pct"] = 100 * max(kv) if kv else None
+        self.requests.append(req)
+        self.levels.append(row)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        t0 = self.clock.t0
+        tables = {"requests": pd.concat(self.requests, ignore_index=True) if self.requests else pd.DataFrame(),
+                  "levels": pd.DataFrame(self.levels)}
+        if self.sampler and self.sampler.samples:
+            tables["telemetry"] = pd.DataFrame(self.sampler.samples).assign(t=lambda d: d["t"] - t0)
+        if self.engine.scheduler.samples:
+            tables["scheduler"] = pd.DataFrame(self.engine.scheduler.samples).assign(t=lambda d: d["t"] - t0)
+        return tables
+
+
+async def _measure(engine: VllmEngine, resolved: Resolved, collector: Collector, log: Path) -> None:
+    await engine.start()
+
+    def on_level(level: Level, records: list[dict[str, Any]], start: float, end: float) -> None:
+        mark(log, f"measure end {level.label}")
+        collector.on_level(level, records, start, end)
+
+    def on_progress(text: str) -> None:
+        if text.startswith("measuring"):
+            mark(log, f"measure start {text.removeprefix('measuring ').split(':')[0]}")
+        print(f"[accelbench] {text}", file=progress_stream, flush=True)
+
+    await sweep(engine, resolved, collector.clock, on_level, on_progress)
+
+
+progress_stream: Any = None  # set per run: the notebook's stdout, saved before fds are redirected
+
+
+def run_scenario(scenario: str, model: str | None = None, workload: str | None = None,
+                 outputs_dir: Path | str = paths.OUTPUTS_DIR) -> RunResult:
+    """Measure one scenario on this host and save its run folder (failed runs too, marked failed)."""
+    global progress_stream
+    import sys
+
+    resolved = resolve(scenario, model, workload)  # bad names or params fail here, before anything runs
+    backend = backend_module(resolved.scenario.backend)
+    host = backend.check_host(resolved)  # a backend the host lacks fails here, nothing written
+    outputs_dir = Path(outputs_dir)
+    started = datetime.now(timezone.utc).isoformat()
+    environment = collect_environment()
+    run_id = new_run_id()
+    engine = VllmEngine(resolved, paths.model_cache_dir(outputs_dir))
+    clock = Clock()
+    gpu_read = telemetry.nvml_reader([g["index"] for g in host.get("gpus", [])]) if host.get("gpus") else None
+    sampler = telemetry.Sampler(gpu_read) if gpu_read else None
+    collector = Collector(clock, sampler, engine)
+    log = Path(tempfile.mkdtemp(prefix="accelbench-")) / "engine.log"
+    progress_stream = sys.stdout
+    error = None
+    if sampler:
+        sampler.start()
+    try:
+        with captured_output(log):
+            try:
+                run_sync(_measure(engine, resolved, collector, log))
+            finally:
+                engine.close()
+    except Exception as e:  # any failure after start: keep what was measured, mark the run failed
+        error = f"{type(e).__name__}: {e}"
+    finally:
+        if sampler:
+            sampler.stop()
+    manifest = dict(
+        status="failed" if error else "completed", error=error, scenario=resolved.scenario.name,
+        started_at=started, finished_at=datetime.now(timezone.utc).isoformat(),
+        resolved=resolved.model_dump(mode="json"), environment=environment, host_check=host,
+        engine_args=engine.kwargs, engine_start_s=engine.start_s, method=METHOD_NOTES,
+        levels_measured=len(collector.levels),
+        levels_planned=len(resolved.workload.concurrency_levels + resolved.workload.request_rates_per_s)
+        * resolved.workload.repetitions,
+        jit_compilation_levels=jit_levels(log) if log.exists() else [],
+        telemetry="nvml" if sampler else "absent", wall_t0=clock.wall_t0)
+    run_dir = save_run(outputs_dir, resolved.scenario.name, run_id, manifest, collector.tables(),
+                       files={"engine.log": log})
+    return RunResult(run_dir, manifest["status"], error, pd.DataFrame(collector.levels))
+
+
+def raise_if_failed(run: RunResult) -> RunResult:
+    """End a notebook with the run's error (levels already measured are saved in run.run_dir)."""
+    if run.status != "completed":
+        raise AccelbenchError(f"the run failed: {run.error}. {len(run.levels)} measured level(s) were saved, "
+                              f"marked failed, in {run.run_dir}")
+    return run

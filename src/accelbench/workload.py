@@ -1,0 +1,28 @@
+"""Seeded synthetic load: prompts as random token ids, and open-loop arrival times."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Ids below this are often special tokens (bos/eos/pad) in Llama vocabularies: keep prompts clear of them.
+FIRST_ORDINARY_TOKEN_ID = 10
+
+
+def rng_for(seed: int, *keys: int) -> np.random.Generator:
+    """One independent, reproducible stream per (seed, level, repetition, ...)."""
+    return np.random.default_rng([seed, *keys])
+
+
+def make_prompts(n: int, input_tokens: int, vocab_size: int, rng: np.random.Generator) -> list[list[int]]:
+    ids = rng.integers(FIRST_ORDINARY_TOKEN_ID, vocab_size, size=(n, input_tokens))
+    return ids.tolist()
+
+
+def arrival_offsets_s(n: int, rate_per_s: float, burstiness: float, rng: np.random.Generator) -> np.ndarray:
+    """Arrival times (s from the level's start) of n requests at a mean rate.
+
+    Inter-arrival gaps are gamma(shape=burstiness, scale=1/(rate*burstiness)): mean 1/rate for any
+    burstiness; burstiness 1 is the exponential (Poisson arrivals), below 1 burstier, above 1 smoother.
+    """
+    gaps = rng.gamma(shape=burstiness, scale=1.0 / (rate_per_s * burstiness), size=n)
+    return np.cumsum(gaps) - gaps[0]  # the first request goes at once
