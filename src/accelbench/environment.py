@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import shutil
 import socket
@@ -27,10 +28,20 @@ def _run(cmd: list[str]) -> str | None:
 
 
 def git_state() -> dict[str, Any]:
+    """The code's commit and whether tracked files differ from it.
+
+    A copy of the tree without .git (a remote host the study was shipped to) reports the commit it was
+    copied from through ACCELBENCH_GIT_COMMIT / ACCELBENCH_GIT_DIRTY, marked as declared, not read.
+    """
     root = str(paths.ROOT)
     commit = _run(["git", "-C", root, "rev-parse", "HEAD"])
-    status = _run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"])
-    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+    if commit:
+        status = _run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"])
+        return {"commit": commit, "dirty": bool(status) if status is not None else None, "source": "git"}
+    declared = os.environ.get("ACCELBENCH_GIT_COMMIT")
+    dirty = os.environ.get("ACCELBENCH_GIT_DIRTY")
+    return {"commit": declared, "dirty": None if dirty is None else dirty == "1",
+            "source": "declared by ACCELBENCH_GIT_COMMIT" if declared else "unavailable"}
 
 
 def library_versions() -> dict[str, str]:
@@ -85,7 +96,7 @@ def collect_environment() -> dict[str, Any]:
         "host": socket.gethostname(),
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "cpu": {"model": cpu_model(), "logical_cpus": __import__("os").cpu_count()},
+        "cpu": {"model": cpu_model(), "logical_cpus": os.cpu_count()},
         "gpus": gpu_facts(),
         "neuron": neuron.neuron_facts(),
         "libraries": library_versions(),

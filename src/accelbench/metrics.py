@@ -172,7 +172,7 @@ def summarize_levels(levels: pd.DataFrame, group_by: tuple[str, ...] = ("level_k
         row["max_cv"] = float(np.nanmax(cvs)) if np.isfinite(cvs).any() else np.nan
         row["unstable"] = bool(np.nan_to_num(row["max_cv"]) > CV_LIMIT)
         for extra in ("ttft_engine_diff_p50_ms", "ttft_engine_diff_p99_ms", "ttft_engine_absdiff_p50_ms",
-                      "num_preemptions", "offered_rate_per_s", "achieved_rate_per_s",
+                      "num_preemptions", "preempted_requests", "offered_rate_per_s", "achieved_rate_per_s",
                       "power_mean_w", "j_per_output_token", "gpu_util_mean_pct", "memory_used_max_gb",
                       "kv_cache_usage_max_pct"):
             if extra in g:

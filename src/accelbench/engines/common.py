@@ -31,6 +31,8 @@ def base_engine_kwargs(resolved: Resolved, model_dir: Path) -> dict[str, Any]:
         enforce_eager=e.enforce_eager,
         seed=resolved.workload.seed,
         disable_log_stats=False,  # RequestStateStats (the engine's own timings) need stats on
+        # log every JIT compile after vLLM's warm-up, not just the first: the run flags levels that had one
+        jit_monitor_verbose=True,
     )
     if e.quantization:
         kwargs["quantization"] = e.quantization

@@ -25,7 +25,7 @@ def request_stats(m: Any) -> dict[str, Any] | None:
                 queued_s=(m.scheduled_ts - m.queued_ts) if m.scheduled_ts else None,
                 prefill_s=(m.first_token_ts - m.scheduled_ts) if m.first_token_ts else None,
                 decode_s=(m.last_token_ts - m.first_token_ts) if m.last_token_ts else None,
-                num_preemptions=m.num_preemptions)
+                num_preemptions=getattr(m, "num_preemptions", None))  # per request from vLLM 0.25 on
 
 
 @contextlib.contextmanager
@@ -86,9 +86,10 @@ class SchedulerSampler:
 
             def record(self, scheduler_stats: Any, iteration_stats: Any, *args: Any, **kwargs: Any) -> None:
                 if scheduler_stats is not None:
+                    preempted = getattr(iteration_stats, "num_preempted_reqs", 0) if iteration_stats else 0
                     samples.append(dict(t=time.perf_counter(), kv_cache_usage=scheduler_stats.kv_cache_usage,
                                         running=scheduler_stats.num_running_reqs,
-                                        waiting=scheduler_stats.num_waiting_reqs))
+                                        waiting=scheduler_stats.num_waiting_reqs, preempted=preempted))
 
             def log_engine_initialized(self) -> None:
                 pass

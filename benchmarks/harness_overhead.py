@@ -1,0 +1,104 @@
+"""Harness overhead: the in-process harness against vLLM's offline LLM.generate on the same prompts.
+
+One process, one run: the same N prompts (N = the concurrency) go through `LLM.generate` (all at once),
+then through the harness's closed loop at concurrency N on AsyncLLM, each timed --repeats times after a
+warm-up pass. Prints the median output throughputs
+and their ratio, plus the TTFT cross-check at concurrency 1 (harness TTFT vs vLLM's own
+first_token_latency). Writes the figures as JSON with --out.
+
+    python benchmarks/harness_overhead.py --scenario cpu
+    python benchmarks/harness_overhead.py --scenario h200 --concurrency 128 --out bench.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from accelbench import metrics
+from accelbench.engines.vllm_engine import VllmEngine
+from accelbench.environment import collect_environment
+from accelbench.params import resolve
+from accelbench.runner import Clock, closed_loop
+from accelbench.workload import make_prompts, rng_for
+
+
+def offline_tok_per_s(engine: VllmEngine, prompts: list[list[int]], max_tokens: int, repeats: int) -> float:
+    from vllm import LLM, SamplingParams
+    llm = LLM(**engine.kwargs)
+    params = SamplingParams(max_tokens=max_tokens, min_tokens=max_tokens, ignore_eos=True, temperature=1.0,
+                            detokenize=False)
+    warm = [{"prompt_token_ids": p} for p in prompts]
+    llm.generate(warm, params, use_tqdm=False)  # warm-up: the same batch shape, compiled once
+    rates = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        outs = llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
+        rates.append(sum(len(o.outputs[0].token_ids) for o in outs) / (time.perf_counter() - t))
+    llm.llm_engine.engine_core.shutdown()
+    del llm
+    gc.collect()
+    return float(np.median(rates))
+
+
+async def harness(engine: VllmEngine, prompts: list[list[int]], warm: list[list[int]], single: list[list[int]],
+                  max_tokens: int, repeats: int) -> tuple[float, float]:
+    await engine.start()
+    clock = Clock()
+    await closed_loop(engine, warm, len(warm), max_tokens, clock, "warm")
+    rates = []
+    for i in range(repeats):
+        records = await closed_loop(engine, prompts, len(prompts), max_tokens, clock, f"bench{i}")
+        span = max(r["end_s"] for r in records) - min(r["submit_s"] for r in records)
+        rates.append(sum(r["output_tokens"] for r in records) / span)
+    await closed_loop(engine, single[:2], 1, max_tokens, clock, "warm1")
+    one = metrics.request_table(await closed_loop(engine, single[2:], 1, max_tokens, clock, "one"))
+    diff_ms = (one["ttft_ms"] - one["engine_first_token_latency_s"] * 1e3).abs()
+    engine.close()
+    return float(np.median(rates)), float(np.median(diff_ms))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scenario", default="cpu")
+    ap.add_argument("--model")
+    ap.add_argument("--workload")
+    ap.add_argument("--concurrency", type=int, help="prompts in the batch (default: the workload's largest level)")
+    ap.add_argument("--repeats", type=int, default=5, help="timed passes per side; medians are compared")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    resolved = resolve(args.scenario, args.model, args.workload)
+    w = resolved.workload
+    n = args.concurrency or max(w.concurrency_levels)
+    vocab = resolved.model.vocab_size
+    prompts = make_prompts(n, w.input_tokens, vocab, rng_for(w.seed, 1))
+    warm = make_prompts(n, w.input_tokens, vocab, rng_for(w.seed, 2))
+    single = make_prompts(10, w.input_tokens, vocab, rng_for(w.seed, 3))
+    engine = VllmEngine(resolved, Path(tempfile.mkdtemp(prefix="accelbench-bench-")))
+    offline = offline_tok_per_s(engine, prompts, w.output_tokens, args.repeats)
+    ours, ttft_diff = asyncio.run(harness(engine, prompts, warm, single, w.output_tokens, args.repeats))
+    result = {
+        "scenario": resolved.scenario.name, "model": resolved.model.name, "concurrency": n, "repeats": args.repeats,
+        "input_tokens": w.input_tokens, "output_tokens": w.output_tokens,
+        "offline_output_tok_per_s": offline, "harness_output_tok_per_s": ours, "ratio": ours / offline,
+        "ttft_engine_absdiff_p50_ms_at_c1": ttft_diff, "environment": collect_environment(),
+    }
+    print(f"scenario {result['scenario']} ({result['model']}), {n} prompts of {w.input_tokens} in / "
+          f"{w.output_tokens} out")
+    print(f"  offline LLM.generate  {offline:10.1f} output tok/s")
+    print(f"  harness (c={n:<4d})     {ours:10.1f} output tok/s")
+    print(f"  ratio harness/offline {ours / offline:10.3f}")
+    print(f"  median |harness TTFT - engine first_token_latency| at c=1: {ttft_diff:.3f} ms")
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+import asyncio
+
+import numpy as np
+import pytest
+
+from accelbench import runner
+from accelbench.params import load_workload
+from accelbench.workload import FIRST_ORDINARY_TOKEN_ID, arrival_offsets_s, make_prompts, rng_for
+
+
+@pytest.mark.parametrize("burstiness", [1.0, 0.5, 4.0])
+def test_arrivals_mean_gap_within_two_percent_over_10000_draws(burstiness):
+    offsets = arrival_offsets_s(10_001, 8.0, burstiness, rng_for(0, 1))
+    assert offsets[0] == 0.0
+    assert np.diff(offsets).mean() == pytest.approx(1 / 8.0, rel=0.02)
+
+
+def test_burstier_arrivals_have_larger_gap_spread():
+    cv = {b: (lambda g: g.std() / g.mean())(np.diff(arrival_offsets_s(10_001, 8.0, b, rng_for(0, 2))))
+          for b in (0.5, 1.0, 4.0)}
+    # gamma CV is 1/sqrt(shape): 1.41, 1.0, 0.5
+    assert cv[0.5] == pytest.approx(2 ** 0.5, rel=0.05) and cv[1.0] == pytest.approx(1, rel=0.05)
+    assert cv[4.0] == pytest.approx(0.5, rel=0.05)
+
+
+def test_prompts_are_seeded_and_avoid_special_ids():
+    a = make_prompts(3, 50, 4096, rng_for(7, 0))
+    assert a == make_prompts(3, 50, 4096, rng_for(7, 0))
+    assert a != make_prompts(3, 50, 4096, rng_for(7, 1))
+    assert all(len(p) == 50 and min(p) >= FIRST_ORDINARY_TOKEN_ID and max(p) < 4096 for p in a)
+
+
+def test_plan_levels_repeats_each_level_and_sizes_it():
+    w = load_workload("cpu-smoke")
+    levels = runner.plan_levels(w)
+    assert [(lv.kind, lv.value, lv.repetition) for lv in levels] == [
+        ("concurrency", 1.0, 0), ("concurrency", 1.0, 1), ("concurrency", 4.0, 0), ("concurrency", 4.0, 1),
+        ("rate", 4.0, 0), ("rate", 4.0, 1)]
+    assert [lv.num_requests for lv in levels] == [6, 6, 12, 12, 8, 8]  # max(6, 3*c); max(6, 4 req/s * 2 s)
+
+
+class CountingEngine:
+    """Stands in for vLLM only to observe how many requests the load generator keeps in flight."""
+
+    def __init__(self):
+        self.in_flight = self.peak = 0
+
+    async def generate(self, request_id, prompt, max_tokens):
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        for _ in range(max_tokens):
+            await asyncio.sleep(0.001)
+            yield 1, None
+        self.in_flight -= 1
+
+
+def test_closed_loop_keeps_exactly_concurrency_requests_in_flight():
+    eng = CountingEngine()
+    records = asyncio.run(runner.closed_loop(eng, [[11] * 4] * 12, 3, 5, runner.Clock(), "t"))
+    assert len(records) == 12 and eng.peak == 3
+    assert all(r["output_tokens"] == 5 and r["error"] is None for r in records)
+
+
+def test_open_loop_cap_limits_in_flight_and_records_lateness():
+    eng = CountingEngine()
+    offsets = [0.0] * 6  # all arrive at once; a cap of 2 makes four of them wait
+    records = asyncio.run(runner.open_loop(eng, [[11] * 4] * 6, offsets, 5, runner.Clock(), "t", 2))
+    assert eng.peak == 2
+    assert sum(r["submit_s"] - r["scheduled_s"] > 0.004 for r in records) >= 4
+
+
+def test_short_output_is_an_error():
+    class Short(CountingEngine):
+        async def generate(self, request_id, prompt, max_tokens):
+            yield 1, None
+
+    rec = asyncio.run(runner.one_request(Short(), "x", [11], 3, runner.Clock()))
+    assert rec["error"] == "short output: 1 of 3 tokens"
