@@ -74,7 +74,8 @@ def test_params_llama4_follow_public_config():
     assert (scout["hidden_size"], scout["num_hidden_layers"], scout["num_attention_heads"]) == (5120, 48, 40)
     assert (scout["num_local_experts"], scout["num_experts_per_tok"]) == (16, 1)
     maverick = params.load_model("llama-4-maverick").hf_config["text_config"]
-    tiny = params.load_model("maverick-tiny").hf_config["text_config"]
+    tiny = params.load_model("maverick-tiny").hf_config  # the text model alone (Llama4ForCausalLM)
+    assert tiny["architectures"] == ["Llama4ForCausalLM"]
     for cfg in (maverick, tiny):
         assert (cfg["num_local_experts"], cfg["num_experts_per_tok"], cfg["interleave_moe_layer_step"]) == (128, 1, 2)
 

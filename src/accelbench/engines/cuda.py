@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,25 @@ from accelbench.params import Resolved
 from accelbench.planner import require_fit
 
 
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def select_visible(gpus: list[dict[str, Any]], cuda_visible_devices: str | None) -> list[dict[str, Any]]:
+    """The GPUs CUDA will use, in CUDA's order: NVML ignores CUDA_VISIBLE_DEVICES, so apply it here."""
+    if cuda_visible_devices is None:
+        return gpus
+    chosen = []
+    for token in filter(None, (t.strip() for t in cuda_visible_devices.split(","))):
+        match = [g for g in gpus if (token.isdigit() and g["index"] == int(token)) or g["uuid"].startswith(token)]
+        if not match:
+            break  # CUDA stops at the first invalid entry too
+        chosen.append(match[0])
+    return chosen
+
+
 def visible_gpus() -> list[dict[str, Any]]:
-    """GPUs NVML reports, or [] when there is no NVIDIA driver (nvidia-ml-py imported lazily)."""
+    """GPUs this process may use (NVML indices), or [] with no NVIDIA driver (nvidia-ml-py imported lazily)."""
     try:
         import pynvml
         pynvml.nvmlInit()
@@ -21,10 +39,9 @@ def visible_gpus() -> list[dict[str, Any]]:
     gpus = []
     for i in range(pynvml.nvmlDeviceGetCount()):
         h = pynvml.nvmlDeviceGetHandleByIndex(i)
-        name = pynvml.nvmlDeviceGetName(h)
-        gpus.append({"index": i, "name": name.decode() if isinstance(name, bytes) else name,
+        gpus.append({"index": i, "name": _text(pynvml.nvmlDeviceGetName(h)), "uuid": _text(pynvml.nvmlDeviceGetUUID(h)),
                      "memory_total_gb": pynvml.nvmlDeviceGetMemoryInfo(h).total / 1e9})
-    return gpus
+    return select_visible(gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
 
 
 def check_host(resolved: Resolved) -> dict[str, Any]:
