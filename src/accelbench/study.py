@@ -7,8 +7,10 @@ measured, marked failed.
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -83,8 +85,9 @@ class Collector:
         out_tokens = row["output_tok_per_s"] * row["window_s"]
         samples = self.sampler.samples if self.sampler else []
         row |= telemetry.summarize(samples, *window, int(round(out_tokens)))
-        kv = [s["kv_cache_usage"] for s in self.engine.scheduler.samples if window[0] <= s["t"] <= window[1]]
-        row["kv_cache_usage_max_pct"] = 100 * max(kv) if kv else None
+        steps = [s for s in self.engine.scheduler.samples if t0 + start_s <= s["t"] <= t0 + end_s]
+        row["kv_cache_usage_max_pct"] = 100 * max(s["kv_cache_usage"] for s in steps) if steps else None
+        row["preempted_requests"] = sum(s["preempted"] for s in steps)
         self.requests.append(req)
         self.levels.append(row)
 
@@ -114,6 +117,18 @@ async def _measure(engine: VllmEngine, resolved: Resolved, collector: Collector,
     await sweep(engine, resolved, collector.clock, on_level, on_progress)
 
 
+def telemetry_sampler(resolved: Resolved, host: dict[str, Any]) -> tuple[Any, str]:
+    """NVML over the run's GPUs, neuron-monitor on Neuron hosts, else none (recorded as absent)."""
+    if host.get("gpus"):
+        read = telemetry.nvml_reader([g["index"] for g in host["gpus"]])
+        return (telemetry.Sampler(read), "nvml") if read else (None, "absent")
+    if resolved.scenario.backend == "neuron":
+        from accelbench.neuron_monitor import NeuronMonitorSampler
+        if NeuronMonitorSampler.available():
+            return NeuronMonitorSampler(tag=host.get("neuron_process_tag")), "neuron-monitor"
+    return None, "absent"
+
+
 progress_stream: Any = None  # set per run: the notebook's stdout, saved before fds are redirected
 
 
@@ -132,14 +147,14 @@ def run_scenario(scenario: str, model: str | None = None, workload: str | None =
     run_id = new_run_id()
     engine = VllmEngine(resolved, paths.model_cache_dir(outputs_dir))
     clock = Clock()
-    gpu_read = telemetry.nvml_reader([g["index"] for g in host.get("gpus", [])]) if host.get("gpus") else None
-    sampler = telemetry.Sampler(gpu_read) if gpu_read else None
+    sampler, telemetry_source = telemetry_sampler(resolved, host)
     collector = Collector(clock, sampler, engine)
     log = Path(tempfile.mkdtemp(prefix="accelbench-")) / "engine.log"
     progress_stream = sys.stdout
     error = None
     if sampler:
         sampler.start()
+    engine_start_wall = time.time()
     try:
         with captured_output(log):
             try:
@@ -151,6 +166,12 @@ def run_scenario(scenario: str, model: str | None = None, workload: str | None =
     finally:
         if sampler:
             sampler.stop()
+    validation = None
+    if resolved.workload.validate_with_serve:  # after engine.close(): one engine at a time
+        from accelbench.validation import validate_with_serve
+        validation = validate_with_serve(
+            resolved, engine.kwargs, outputs_dir, skip_reason=error and "the in-process sweep failed",
+            on_progress=lambda text: print(f"[accelbench] {text}", file=progress_stream, flush=True))
     manifest = dict(
         status="failed" if error else "completed", error=error, scenario=resolved.scenario.name,
         started_at=started, finished_at=datetime.now(timezone.utc).isoformat(),
@@ -160,9 +181,14 @@ def run_scenario(scenario: str, model: str | None = None, workload: str | None =
         levels_planned=len(resolved.workload.concurrency_levels + resolved.workload.request_rates_per_s)
         * resolved.workload.repetitions,
         jit_compilation_levels=jit_levels(log) if log.exists() else [],
-        telemetry="nvml" if sampler else "absent", wall_t0=clock.wall_t0)
-    run_dir = save_run(outputs_dir, resolved.scenario.name, run_id, manifest, collector.tables(),
-                       files={"engine.log": log})
+        telemetry=telemetry_source, wall_t0=clock.wall_t0,
+        **({"compilation": backend.compilation_facts(host, engine_start_wall)}
+           if hasattr(backend, "compilation_facts") else {}),
+        note=os.environ.get("ACCELBENCH_RUN_NOTE"),
+        **({"serve_validation": validation.manifest} if validation else {}))
+    run_dir = save_run(outputs_dir, resolved.scenario.name, run_id, manifest,
+                       {**collector.tables(), **(validation.tables if validation else {})},
+                       files={"engine.log": log, **(validation.files if validation else {})})
     return RunResult(run_dir, manifest["status"], error, pd.DataFrame(collector.levels))
 
 

@@ -60,17 +60,22 @@ def nvml_reader(gpu_indices: list[int]) -> Callable[[], Sample] | None:
 
 
 def summarize(samples: list[Sample], start_t: float, end_t: float, output_tokens: int) -> dict[str, Any]:
-    """Per-level telemetry: mean power, energy (trapezoid over the window), J per output token."""
-    window = [s for s in samples if start_t <= s["t"] <= end_t and s.get("power_w") is not None]
-    if len(window) < 2:
-        return {"power_mean_w": None, "energy_j": None, "j_per_output_token": None,
-                "gpu_util_mean_pct": None, "memory_used_max_gb": None, "telemetry_samples": len(window)}
-    t = np.array([s["t"] for s in window])
-    p = np.array([s["power_w"] for s in window])
-    energy = float(np.sum((p[1:] + p[:-1]) / 2 * np.diff(t)))
+    """Per-level telemetry: mean power, energy (trapezoid over the window), J per output token.
+
+    Each figure uses the samples that carry it, so a source without power (neuron-monitor) still
+    reports utilization and memory; a figure no sample carries is None, never zero.
+    """
+    window = [s for s in samples if start_t <= s["t"] <= end_t]
+    powered = [s for s in window if s.get("power_w") is not None]
     util = [s["util_pct"] for s in window if s.get("util_pct") is not None]
     mem = [s["memory_used_gb"] for s in window if s.get("memory_used_gb") is not None]
-    return {"power_mean_w": float(p.mean()), "energy_j": energy,
-            "j_per_output_token": energy / output_tokens if output_tokens else None,
-            "gpu_util_mean_pct": float(np.mean(util)) if util else None,
-            "memory_used_max_gb": float(max(mem)) if mem else None, "telemetry_samples": len(window)}
+    row: dict[str, Any] = {"power_mean_w": None, "energy_j": None, "j_per_output_token": None,
+                           "gpu_util_mean_pct": float(np.mean(util)) if util else None,
+                           "memory_used_max_gb": float(max(mem)) if mem else None, "telemetry_samples": len(window)}
+    if len(powered) >= 2:
+        t = np.array([s["t"] for s in powered])
+        p = np.array([s["power_w"] for s in powered])
+        energy = float(np.sum((p[1:] + p[:-1]) / 2 * np.diff(t)))
+        row |= {"power_mean_w": float(p.mean()), "energy_j": energy,
+                "j_per_output_token": energy / output_tokens if output_tokens else None}
+    return row
