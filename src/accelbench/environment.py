@@ -86,7 +86,8 @@ def torch_facts() -> dict[str, Any]:
         import torch
     except ImportError:
         return {}
-    return {"torch_cuda": torch.version.cuda, "cuda_available": torch.cuda.is_available()}
+    # torch.version only: querying devices here could initialize CUDA in the notebook process
+    return {"torch": torch.__version__, "torch_cuda": torch.version.cuda}
 
 
 def collect_environment() -> dict[str, Any]:

@@ -60,7 +60,9 @@ def check_host(resolved: Resolved) -> dict[str, Any]:
 
 
 def engine_env(resolved: Resolved) -> dict[str, str]:
-    return {}
+    # spawn, not fork: the notebook process may already hold a CUDA context (NVML, torch), and a
+    # forked engine core cannot initialize CUDA after that
+    return {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
 
 
 def engine_kwargs(resolved: Resolved, model_dir: Path) -> dict[str, Any]:

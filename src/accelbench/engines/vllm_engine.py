@@ -30,25 +30,31 @@ def request_stats(m: Any) -> dict[str, Any] | None:
 
 @contextlib.contextmanager
 def captured_output(log_path: Path) -> Iterator[None]:
-    """Send this process's and its children's stdout/stderr (fds 1, 2) to `log_path`, then restore.
+    """Send this process's and its children's output to `log_path`, then restore.
 
     vLLM's engine core and workers are child processes: their log lines, such as the JIT-compilation
-    warning, reach us only through the file descriptors they inherit.
+    warning, reach us only through what they inherit. Spawned children inherit file descriptors 1
+    and 2; forked ones also inherit sys.stdout/sys.stderr, which in Jupyter are objects that forward
+    to the notebook, so both levels are redirected.
     """
     sys.stdout.flush()
     sys.stderr.flush()
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    saved = [os.dup(1), os.dup(2)]
+    saved_fds = [os.dup(1), os.dup(2)]
+    saved_streams = sys.stdout, sys.stderr
     os.dup2(log, 1)
     os.dup2(log, 2)
+    stream = open(log_path, "a", buffering=1)
+    sys.stdout = sys.stderr = stream
     try:
         yield
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, log):
+        stream.flush()
+        sys.stdout, sys.stderr = saved_streams
+        stream.close()
+        os.dup2(saved_fds[0], 1)
+        os.dup2(saved_fds[1], 2)
+        for fd in (*saved_fds, log):
             os.close(fd)
 
 
