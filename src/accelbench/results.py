@@ -40,7 +40,8 @@ def save_run(outputs_dir: Path, scenario: str, run_id: str, manifest: dict[str, 
     staging = final.parent / f".{run_id}.partial"
     staging.mkdir(parents=True)
     for name, df in tables.items():
-        df.to_parquet(staging / f"{name}.parquet", index=False)
+        if len(df.columns):  # a run that failed before measuring has no rows to write
+            df.to_parquet(staging / f"{name}.parquet", index=False)
     for name, src in (files or {}).items():
         if Path(src).exists():
             os.replace(src, staging / name)
@@ -85,6 +86,8 @@ def connect(outputs_dir: Path = paths.OUTPUTS_DIR):
     import duckdb
     con = duckdb.connect()
     runs = manifests(outputs_dir)
+    if runs.empty:
+        runs = pd.DataFrame({"run_id": pd.Series(dtype=str), "scenario": pd.Series(dtype=str)})
     con.register("runs", runs)
     root = paths.results_dir(outputs_dir)
     for table in ("levels", "requests"):
@@ -97,6 +100,8 @@ def connect(outputs_dir: Path = paths.OUTPUTS_DIR):
 
 def load_levels(outputs_dir: Path = paths.OUTPUTS_DIR) -> pd.DataFrame:
     """Every run's levels joined with its run facts (empty frame when there are no runs)."""
+    if not run_dirs(outputs_dir):
+        return pd.DataFrame()
     con = connect(outputs_dir)
     if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name='levels'").fetchone()[0]:
         return pd.DataFrame()

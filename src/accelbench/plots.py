@@ -1,0 +1,152 @@
+"""Charts for the summary report: matplotlib Figures drawn with seaborn, axes labelled from report.LABELS.
+
+Figures are built without pyplot, so a notebook shows each once: as its cell's PNG result.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from IPython.display import Markdown
+from matplotlib.figure import Figure
+from matplotlib.ticker import ScalarFormatter
+
+from accelbench import paths, report
+from accelbench.report import LABELS
+
+STAT_STYLE = {"p50": dict(linestyle="-", marker="o"), "p99": dict(linestyle="--", marker="s")}
+
+
+class Chart(Figure):
+    """A Figure that IPython displays as a PNG whatever the matplotlib backend (none is needed)."""
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", bbox_inches="tight")
+        return buf.getvalue()
+
+
+def _figure(panels: int, width_in: float = 6.0, height_in: float = 4.2, per_row: int = 3) -> tuple[Chart, list]:
+    rows, cols = -(-panels // per_row), min(panels, per_row)
+    fig = Chart(figsize=(width_in * cols, height_in * rows), dpi=100, layout="constrained")
+    with sns.axes_style("whitegrid"):
+        axes = list(fig.subplots(rows, cols, squeeze=False).flat)
+    for ax in axes[panels:]:
+        ax.remove()
+    return fig, axes[:panels]
+
+
+def _levels_axis(ax, values: pd.Series) -> None:
+    """Log-2 x axis with the measured levels as ticks (levels double; a linear axis crowds the low ones)."""
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(values.unique()))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter("")
+
+
+def _with_ci(ax, df: pd.DataFrame, x: str, metric: str, label: str, color, **style) -> None:
+    """Medians over repetitions with their 95% bootstrap CI as error bars (none with one repetition)."""
+    d = df.sort_values(x)
+    y = d[metric].to_numpy(float)
+    err = np.vstack([y - d[f"{metric}_ci_low"].to_numpy(float), d[f"{metric}_ci_high"].to_numpy(float) - y])
+    ax.errorbar(d[x], y, yerr=err, label=label, color=color, capsize=4, **style)  # NaN: no bar drawn
+
+
+def _colors(df: pd.DataFrame) -> dict:
+    return dict(zip(df["run_label"].unique(), sns.color_palette(n_colors=df["run_label"].nunique())))
+
+
+def _by_run(ax, df: pd.DataFrame, x: str, metrics: dict[str, str]) -> None:
+    """One line per run and metric; `metrics` maps a column to the statistic named in the legend."""
+    colors = _colors(df)
+    for run_label, g in df.groupby("run_label", sort=False):
+        for m, stat in metrics.items():
+            style = STAT_STYLE.get(stat, dict(marker="o"))
+            _with_ci(ax, g, x, m, f"{run_label}, {stat}", colors[run_label], **style)
+    ax.legend(title="Run, statistic (bars: 95% CI)", fontsize="small")
+
+
+def _closed_loop(output_dir: Path | str) -> pd.DataFrame | Markdown:
+    s = report.summary(output_dir)
+    if s.empty:
+        return report.message(report.NOTHING)
+    closed = s[s["level_kind"] == "concurrency"]
+    return closed if not closed.empty else report.message("No closed-loop (concurrency) levels in these runs.")
+
+
+def latency_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
+    """TTFT and ITL p50/p99 per run against concurrency, with 95% CIs over repetitions."""
+    closed = _closed_loop(output_dir)
+    if isinstance(closed, Markdown):
+        return closed
+    fig, axes = _figure(2)
+    for ax, q, name in zip(axes, ("ttft", "itl"), ("Time to first token", "Inter-token latency")):
+        _by_run(ax, closed, "level_value", {f"{q}_p50_ms": "p50", f"{q}_p99_ms": "p99"})
+        _levels_axis(ax, closed["level_value"])
+        ax.set(title=f"{name} vs concurrency", xlabel=LABELS["concurrency"], ylabel=f"{q.upper()} (ms)")
+    return fig
+
+
+def ttft_distributions(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
+    """ECDF of every measured request's TTFT, one curve per level, one panel per run."""
+    req = report.measured_requests(output_dir)
+    if req.empty:
+        return report.message(report.NOTHING)
+    req = req[req["measured"] & req["error"].isna()]
+    fig, axes = _figure(req["run_label"].nunique())
+    for ax, (run_label, g) in zip(axes, req.groupby("run_label", sort=False)):
+        sns.ecdfplot(data=g, x="ttft_ms", hue="level", ax=ax)
+        ax.get_legend().set_title(LABELS["level"])
+        if g["ttft_ms"].max() > 20 * g["ttft_ms"].min():
+            ax.set_xscale("log")
+        else:
+            ax.ticklabel_format(axis="x", useOffset=False)  # ms as they are, not as an offset from one
+        ax.set(title=f"TTFT distribution per level: {run_label}", xlabel=LABELS["ttft_ms"],
+               ylabel="Share of measured requests")
+    return fig
+
+
+def throughput_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
+    """Output tokens/s per run against concurrency, with 95% CIs over repetitions."""
+    closed = _closed_loop(output_dir)
+    if isinstance(closed, Markdown):
+        return closed
+    fig, (ax,) = _figure(1, width_in=7.0)
+    _by_run(ax, closed, "level_value", {"output_tok_per_s": "median"})
+    _levels_axis(ax, closed["level_value"])
+    ax.set(title="Output throughput vs concurrency", xlabel=LABELS["concurrency"],
+           ylabel=LABELS["output_tok_per_s"])
+    return fig
+
+
+def throughput_vs_rate(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
+    """Open loop: output tokens/s against the offered rate, and achieved against offered request rate."""
+    s = report.summary(output_dir)
+    if s.empty:
+        return report.message(report.NOTHING)
+    opened = s[s["level_kind"] == "rate"]
+    if opened.empty:
+        return report.message("No open-loop (request-rate) levels in these runs.")
+    fig, (left, right) = _figure(2)
+    _by_run(left, opened, "level_value", {"output_tok_per_s": "median"})
+    _levels_axis(left, opened["level_value"])
+    left.set(title="Output throughput vs offered request rate", xlabel=LABELS["rate_per_s"],
+             ylabel=LABELS["output_tok_per_s"])
+    colors = _colors(opened)
+    for run_label, g in opened.groupby("run_label", sort=False):
+        right.plot(g["offered_rate_per_s"], g["achieved_rate_per_s"], marker="o", color=colors[run_label],
+                   label=run_label)
+        sat = g[g["saturated"]]
+        if not sat.empty:
+            right.scatter(sat["offered_rate_per_s"], sat["achieved_rate_per_s"], s=160, facecolors="none",
+                          edgecolors="red", linewidths=1.5, zorder=3, label=f"{run_label}: saturated")
+    top = float(np.nanmax(opened[["offered_rate_per_s", "achieved_rate_per_s"]].to_numpy(float))) * 1.1
+    right.plot([0, top], [0, top], color="grey", linestyle=":", label="achieved = offered")
+    right.set(title="Achieved vs offered request rate", xlabel=LABELS["offered_rate_per_s"],
+              ylabel=LABELS["achieved_rate_per_s"], xlim=(0, top), ylim=(0, top))
+    right.legend(fontsize="small")
+    return fig
