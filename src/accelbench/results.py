@@ -20,7 +20,9 @@ import pandas as pd
 from accelbench import paths
 from accelbench.errors import AccelbenchError
 
-SCHEMA_VERSION = 1
+# 1: closed-loop clients all started at once. 2: they start staggered over one request's latency
+# unless the workload says closed_loop_start: simultaneous; requests carry ramp_s.
+SCHEMA_VERSION = 2
 STATUSES = ("completed", "failed")
 
 

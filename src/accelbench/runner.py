@@ -6,6 +6,7 @@ No file I/O and no plotting here: records go back to the caller (accelbench.stud
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -90,16 +91,22 @@ async def one_request(engine: Engine, request_id: str, prompt: list[int], max_to
 
 
 async def closed_loop(engine: Engine, prompts: list[list[int]], concurrency: int, max_tokens: int,
-                      clock: Clock, prefix: str) -> list[dict[str, Any]]:
-    """`concurrency` clients, each sending its next request when the previous one finishes."""
+                      clock: Clock, prefix: str, ramp_s: float = 0.0) -> list[dict[str, Any]]:
+    """`concurrency` clients, each sending its next request when the previous one finishes.
+
+    Client k starts k/concurrency of `ramp_s` late. With fixed output lengths, clients that start
+    together stay in lock-step: every request of a wave prefills at once and stalls the others' decode.
+    Spreading the starts over one request's latency gives the steady mix a real closed-loop system has.
+    """
     pending = iter(enumerate(prompts))
     records: list[dict[str, Any]] = []
 
-    async def client() -> None:
+    async def client(k: int) -> None:
+        await asyncio.sleep(k * ramp_s / concurrency)
         for i, prompt in pending:
             records.append(await one_request(engine, f"{prefix}-{i}", prompt, max_tokens, clock))
 
-    await asyncio.gather(*(client() for _ in range(concurrency)))
+    await asyncio.gather(*(client(k) for k in range(concurrency)))
     return records
 
 
@@ -124,13 +131,14 @@ async def open_loop(engine: Engine, prompts: list[list[int]], offsets_s: list[fl
     return list(await asyncio.gather(*tasks))
 
 
-async def measure_level(engine: Engine, resolved: Resolved, level: Level, clock: Clock) -> list[dict[str, Any]]:
+async def measure_level(engine: Engine, resolved: Resolved, level: Level, clock: Clock,
+                        ramp_s: float = 0.0) -> list[dict[str, Any]]:
     w = resolved.workload
     rng = rng_for(w.seed, level.index)
     prompts = make_prompts(level.num_requests, w.input_tokens, resolved.model.vocab_size, rng)
     prefix = f"L{level.index}"
     if level.kind == "concurrency":
-        records = await closed_loop(engine, prompts, int(level.value), w.output_tokens, clock, prefix)
+        records = await closed_loop(engine, prompts, int(level.value), w.output_tokens, clock, prefix, ramp_s)
     else:
         offsets = arrival_offsets_s(level.num_requests, level.value, w.burstiness, rng).tolist()
         records = await open_loop(engine, prompts, offsets, w.output_tokens, clock, prefix, w.max_concurrency)
@@ -139,7 +147,8 @@ async def measure_level(engine: Engine, resolved: Resolved, level: Level, clock:
     return records
 
 
-async def warm_up(engine: Engine, resolved: Resolved, level: Level, clock: Clock) -> None:
+async def warm_up(engine: Engine, resolved: Resolved, level: Level, clock: Clock) -> float:
+    """Run the level's shapes once, unmeasured; return the median end-to-end latency seen (s)."""
     w = resolved.workload
     n = max(w.warmup_requests, warmup_concurrency(level, w))
     prompts = make_prompts(n, w.input_tokens, resolved.model.vocab_size, rng_for(w.seed, 10**6 + level.index))
@@ -148,6 +157,7 @@ async def warm_up(engine: Engine, resolved: Resolved, level: Level, clock: Clock
     errors = [r["error"] for r in records if r["error"]]
     if errors:
         raise RuntimeError(f"warm-up for {level.label} failed: {errors[0]}")
+    return statistics.median(r["end_s"] - r["submit_s"] for r in records)
 
 
 async def sweep(engine: Engine, resolved: Resolved, clock: Clock,
@@ -155,16 +165,21 @@ async def sweep(engine: Engine, resolved: Resolved, clock: Clock,
                 on_progress: Callable[[str], None] = print) -> None:
     """Measure every level; hand each level's records to `on_level(level, records, start_s, end_s)`.
 
-    Each level's first repetition is preceded by a warm-up at its own concurrency. A level in which
+    Each level's first repetition is preceded by a warm-up at its own concurrency; with staggered
+    closed-loop starts, clients start spread over the warm-up's median latency. A level in which
     every request failed stops the sweep (the engine is most likely dead); what was measured is kept.
     """
+    ramp_s = 0.0
     for level in plan_levels(resolved.workload):
         if level.repetition == 0:
             on_progress(f"warm-up for {level.kind} {level.value:g}")
-            await warm_up(engine, resolved, level, clock)
+            latency_s = await warm_up(engine, resolved, level, clock)
+            ramp_s = latency_s if resolved.workload.closed_loop_start == "staggered" else 0.0
         on_progress(f"measuring {level.label}: {level.num_requests} requests")
         start = clock()
-        records = await measure_level(engine, resolved, level, clock)
+        records = await measure_level(engine, resolved, level, clock, ramp_s)
+        for r in records:
+            r["ramp_s"] = ramp_s if level.kind == "concurrency" else 0.0
         on_level(level, records, start, clock())
         if records and all(r["error"] for r in records):
             raise RuntimeError(f"every request of {level.label} failed, first error: {records[0]['error']}")
