@@ -59,6 +59,7 @@ def versions_table(run_dirs: list[Path] | None = None, outputs_dir: Path = paths
     for d in run_dirs if run_dirs is not None else results.run_dirs(outputs_dir):
         m = results.load_manifest(d)
         rows.append(dict(run_id=m["run_id"], scenario=m.get("scenario") or m["resolved"]["scenario"]["name"],
+                         model=m["resolved"]["model"]["name"], workload=m["resolved"]["workload"]["name"],
                          status=m.get("status"), started_at=m.get("started_at"),
                          git_commit=(m.get("environment", {}).get("git") or {}).get("commit"), **versions(m)))
     return pd.DataFrame(rows)
@@ -151,9 +152,10 @@ def version_changes(outputs_dir: Path = paths.OUTPUTS_DIR) -> pd.DataFrame:
     if table.empty:
         return pd.DataFrame()
     table = table[table["status"] == "completed"].sort_values("started_at")
-    version_cols = [c for c in table.columns if c not in ("run_id", "scenario", "status", "started_at", "git_commit")]
+    keys = [c for c in ("scenario", "model", "workload") if c in table]
+    version_cols = [c for c in table.columns if c not in ("run_id", "status", "started_at", "git_commit", *keys)]
     parts = []
-    for scenario, runs in table.groupby("scenario"):
+    for (scenario, *_), runs in table.groupby(keys):
         runs = runs.reset_index(drop=True)
         for i in range(1, len(runs)):
             a, b = runs.iloc[i - 1], runs.iloc[i]

@@ -13,7 +13,7 @@ import pandas as pd
 import seaborn as sns
 from IPython.display import Markdown
 from matplotlib.figure import Figure
-from matplotlib.ticker import ScalarFormatter
+from matplotlib.ticker import FuncFormatter, ScalarFormatter
 
 from accelbench import paths, report
 from accelbench.report import LABELS
@@ -49,11 +49,16 @@ def _levels_axis(ax, values: pd.Series) -> None:
 
 
 def _with_ci(ax, df: pd.DataFrame, x: str, metric: str, label: str, color, **style) -> None:
-    """Medians over repetitions with their 95% bootstrap CI as error bars (none with one repetition)."""
+    """Medians over repetitions with their 95% bootstrap CI as error bars (none with one repetition, or for
+    a metric without a CI)."""
     d = df.sort_values(x)
     y = d[metric].to_numpy(float)
+    if f"{metric}_ci_low" not in d:
+        ax.plot(d[x], y, label=label, color=color, **style)
+        return
     err = np.vstack([y - d[f"{metric}_ci_low"].to_numpy(float), d[f"{metric}_ci_high"].to_numpy(float) - y])
-    ax.errorbar(d[x], y, yerr=err, label=label, color=color, capsize=4, **style)  # NaN: no bar drawn
+    err = np.where(np.isfinite(err), np.clip(err, 0, None), np.nan)  # NaN: no bar drawn
+    ax.errorbar(d[x], y, yerr=err, label=label, color=color, capsize=4, **style)
 
 
 def _colors(df: pd.DataFrame) -> dict:
@@ -149,4 +154,115 @@ def throughput_vs_rate(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Ma
     right.set(title="Achieved vs offered request rate", xlabel=LABELS["offered_rate_per_s"],
               ylabel=LABELS["achieved_rate_per_s"], xlim=(0, top), ylim=(0, top))
     right.legend(fontsize="small")
+    return fig
+
+
+def _log_ticks(axis) -> None:
+    """Log scale with plain numbers at 1, 2 and 5 times each power of ten (not 2x10^2)."""
+    if axis.axis_name == "x":
+        axis.axes.set_xscale("log")
+    else:
+        axis.axes.set_yscale("log")
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: (f"{v:,.0f}" if v >= 1 else f"{v:g}")
+                                           if f"{v:.0e}"[0] in "25" else ""))
+
+
+def _short_level(kind: str, value: float) -> str:
+    return f"c{value:g}" if kind == "concurrency" else f"{value:g}/s"
+
+
+def pareto_frontier(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
+    """Output tokens/s per user against per accelerator, every level of every run; each run's frontier
+    (report.pareto_front) drawn as a line, its points filled and labelled, dominated points as crosses."""
+    pf = report.pareto(output_dir)
+    if pf.empty:
+        return report.message(report.NOTHING)
+    colors = _colors(pf)
+    run, point = LABELS["run_label"], LABELS["point"]
+    pf = pf.assign(**{point: np.where(pf["on_frontier"], "on the frontier", "dominated"), run: pf["run_label"]})
+    fig, (ax,) = _figure(1, width_in=9.0, height_in=5.5)
+    front = pf[pf["on_frontier"]].sort_values("tok_per_s_per_accelerator")
+    sns.lineplot(data=front, x="tok_per_s_per_accelerator", y="tok_per_s_per_user", hue=run, palette=colors,
+                 estimator=None, sort=True, legend=False, ax=ax)
+    sns.scatterplot(data=pf, x="tok_per_s_per_accelerator", y="tok_per_s_per_user", hue=run, style=point,
+                    markers={"on the frontier": "o", "dominated": "X"}, palette=colors, s=70, ax=ax)
+    for _, r in front.iterrows():
+        ax.annotate(_short_level(r["level_kind"], r["level_value"]),
+                    (r["tok_per_s_per_accelerator"], r["tok_per_s_per_user"]), textcoords="offset points",
+                    xytext=(4, 4), fontsize="x-small", color=colors[r["run_label"]])
+    _log_ticks(ax.xaxis)
+    ax.legend(fontsize="small", title="Point labels: cN = concurrency N, N/s = rate")
+    ax.set(title="Pareto frontier: per-user speed vs per-accelerator throughput",
+           xlabel=LABELS["tok_per_s_per_accelerator"] + " (log scale)", ylabel=LABELS["tok_per_s_per_user"])
+    return fig
+
+
+def cost_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
+    """USD per 1M output tokens per run against concurrency (report.COST_BASIS), with 95% CIs."""
+    c = report.costs(output_dir)
+    if c.empty:
+        return report.message(report.NOTHING)
+    closed = c[(c["level_kind"] == "concurrency") & c["usd_per_m_output_tokens"].notna()]
+    if closed.empty:
+        return report.message("No priced closed-loop (concurrency) level in these runs.")
+    fig, (ax,) = _figure(1, width_in=8.0)
+    _by_run(ax, closed, "level_value", {"usd_per_m_output_tokens": "median"})
+    _levels_axis(ax, closed["level_value"])
+    _log_ticks(ax.yaxis)
+    ax.set(title=f"Cost per 1M output tokens vs concurrency ({report.COST_BASIS}, "
+                 f"{report.PRICE_KIND.replace('_', '-')})",
+           xlabel=LABELS["concurrency"], ylabel=LABELS["usd_per_m_output_tokens"] + " (USD, log scale)")
+    return fig
+
+
+def energy_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
+    """Joules per output token per run against concurrency, for the runs whose backend measured power."""
+    e = report.summary(output_dir)
+    if e.empty:
+        return report.message(report.NOTHING)
+    closed = e[(e["level_kind"] == "concurrency") & e["j_per_output_token"].notna()] \
+        if "j_per_output_token" in e else e.iloc[0:0]
+    if closed.empty:
+        return report.message(f"Energy was **{report.NOT_MEASURED}** for every closed-loop level: nothing to chart "
+                              "(absent, not zero).")
+    fig, (ax,) = _figure(1, width_in=8.0)
+    _by_run(ax, closed, "level_value", {"j_per_output_token": "median"})
+    _levels_axis(ax, closed["level_value"])
+    _log_ticks(ax.yaxis)
+    ax.legend(title="Run (no CI: telemetry is a median over repetitions)", fontsize="small")
+    missing = sorted(set(e["run_label"]) - set(closed["run_label"]))
+    title = "Energy per output token vs concurrency"
+    ax.set(title=title + (f"\n(not measured on this backend: {', '.join(missing)})" if missing else ""),
+           xlabel=LABELS["concurrency"], ylabel=LABELS["j_per_output_token"].replace("(J)", "(J, log scale)"))
+    return fig
+
+
+def roofline_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
+    """Left: measured ITL p50 against the decode lower bound; right: ITL and throughput efficiency (%)."""
+    r = report.rooflines(output_dir)
+    if r.empty:
+        return report.message(report.NOTHING)
+    closed = r[r["level_kind"] == "concurrency"]
+    if closed.empty:
+        return report.message("No closed-loop (concurrency) levels in these runs.")
+    series = {"itl_p50_ms": "measured ITL p50", "decode_bound_ms": "decode lower bound"}
+    left = closed.melt(id_vars=["run_label", "level_value"], value_vars=list(series), var_name="series",
+                       value_name="ms").replace({"series": series})
+    eff = {"itl_efficiency_pct": "ITL: bound / measured", "throughput_efficiency_pct": "throughput: measured / ceiling"}
+    right = closed.melt(id_vars=["run_label", "level_value"], value_vars=list(eff), var_name="series",
+                        value_name="pct").replace({"series": eff})
+    fig, (a, b) = _figure(2, width_in=7.0)
+    colors = _colors(closed)
+    labels = {"run_label": LABELS["run_label"], "series": LABELS["series"]}
+    sns.lineplot(data=left.rename(columns=labels), x="level_value", y="ms", hue=LABELS["run_label"],
+                 style=LABELS["series"], markers=True, palette=colors, ax=a)
+    sns.lineplot(data=right.rename(columns=labels), x="level_value", y="pct", hue=LABELS["run_label"],
+                 style=LABELS["series"], markers=True, palette=colors, ax=b)
+    for ax in (a, b):
+        _levels_axis(ax, closed["level_value"])
+        ax.legend(fontsize="x-small")
+    a.set(title="ITL against the memory-bandwidth lower bound", xlabel=LABELS["concurrency"], ylabel="ITL (ms)")
+    b.set(title="Roofline efficiency vs concurrency", xlabel=LABELS["concurrency"], ylabel="Efficiency (%)",
+          ylim=(0, 105))
     return fig

