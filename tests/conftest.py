@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
+
+from accelbench import paths
 
 
 @pytest.fixture(scope="session")
@@ -16,3 +19,17 @@ def cpu_run_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run = run_scenario("cpu", outputs_dir=outputs)
     assert run.status == "completed", run.error
     return outputs
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of params/ that the loaders read instead of the real one."""
+    root = tmp_path / "params"
+    shutil.copytree(paths.PARAMS_DIR, root)
+    monkeypatch.setattr(paths, "PARAMS_DIR", root)
+    monkeypatch.setattr(paths, "INSTANCES_FILE", root / "instances.yaml")
+    monkeypatch.setattr(paths, "MODELS_DIR", root / "models")
+    monkeypatch.setattr(paths, "WORKLOADS_DIR", root / "workloads")
+    monkeypatch.setattr(paths, "SCENARIOS_DIR", root / "scenarios")
+    monkeypatch.setattr(paths, "SLO_FILE", root / "slos.yaml")
+    return root

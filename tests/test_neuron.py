@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import glob
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -14,26 +13,12 @@ import pytest
 import yaml
 
 import accelbench
-from accelbench import neuron_monitor, params, paths
+from accelbench import neuron_monitor, params
 from accelbench.engines import neuron
 from accelbench.errors import AccelbenchError
 
 DATA = Path(__file__).parent / "data" / "neuron_monitor"
 HAS_NEURON = bool(glob.glob("/dev/neuron*"))
-
-
-@pytest.fixture
-def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of params/ that the loaders read instead of the real one."""
-    root = tmp_path / "params"
-    shutil.copytree(paths.PARAMS_DIR, root)
-    monkeypatch.setattr(paths, "PARAMS_DIR", root)
-    monkeypatch.setattr(paths, "INSTANCES_FILE", root / "instances.yaml")
-    monkeypatch.setattr(paths, "MODELS_DIR", root / "models")
-    monkeypatch.setattr(paths, "WORKLOADS_DIR", root / "workloads")
-    monkeypatch.setattr(paths, "SCENARIOS_DIR", root / "scenarios")
-    monkeypatch.setattr(paths, "SLO_FILE", root / "slos.yaml")
-    return root
 
 
 @pytest.fixture

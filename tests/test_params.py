@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,20 +13,6 @@ from accelbench.errors import AccelbenchError
 SCENARIOS = sorted(p.stem for p in paths.SCENARIOS_DIR.glob("*.yaml"))
 MODELS = sorted(p.stem for p in paths.MODELS_DIR.glob("*.yaml"))
 WORKLOADS = sorted(p.stem for p in paths.WORKLOADS_DIR.glob("*.yaml"))
-
-
-@pytest.fixture
-def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of params/ that the loaders read instead of the real one."""
-    root = tmp_path / "params"
-    shutil.copytree(paths.PARAMS_DIR, root)
-    monkeypatch.setattr(paths, "PARAMS_DIR", root)
-    monkeypatch.setattr(paths, "INSTANCES_FILE", root / "instances.yaml")
-    monkeypatch.setattr(paths, "MODELS_DIR", root / "models")
-    monkeypatch.setattr(paths, "WORKLOADS_DIR", root / "workloads")
-    monkeypatch.setattr(paths, "SCENARIOS_DIR", root / "scenarios")
-    monkeypatch.setattr(paths, "SLO_FILE", root / "slos.yaml")
-    return root
 
 
 def _edit(path: Path, **changes) -> None:
