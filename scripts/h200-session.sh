@@ -11,11 +11,15 @@ out=$2
 source "$HOME/stage/env.sh"
 export PYTHONPATH="$PWD/src:$PYTHONPATH"
 mkdir -p outputs/notebooks "$out"
+# an engine left by a call that was cut off keeps its GPU memory: free the GPUs before measuring
+nvidia-smi --query-compute-apps=pid --format=csv,noheader | xargs -r kill -9
 
 notebook() {  # name scenario [papermill args...]
   local name=$1 scenario=$2
   shift 2
-  papermill notebooks/run_scenario.ipynb "outputs/notebooks/$name.ipynb" -p scenario "$scenario" "$@" \
+  # --log-output: the notebook's [accelbench] progress lines reach the log, so a run cut off by the
+  # call's time limit still shows how far it got
+  papermill --log-output notebooks/run_scenario.ipynb "outputs/notebooks/$name.ipynb" -p scenario "$scenario" "$@" \
     > "$out/$name.log" 2>&1
   echo "$name: papermill exit $?"
 }
@@ -32,8 +36,8 @@ print('vllm', vllm.__version__, 'torch', torch.__version__, 'gpus', torch.cuda.d
     CUDA_VISIBLE_DEVICES=1 VLLM_CACHE_ROOT=$HOME/.cache/vllm-gpu1 ACCELBENCH_RUN_NOTE="$note" notebook h200-512-256 h200 -p workload seed-512-256 &
     wait
     ;;
-  scout)
-    notebook h200x2-scout h200x2-scout
+  scout)  # closed loop only: the whole scout-512-128 sweep did not fit one 10-minute call
+    notebook h200x2-scout h200x2-scout -p workload scout-512-128-closed
     ;;
   validate)  # harness-overhead benchmark on GPU 0, harness vs vllm bench serve on GPU 1
     note="ran at the same time as benchmarks/harness_overhead.py on the host's other H200"
