@@ -192,7 +192,12 @@ def cost_table(summary: pd.DataFrame, basis: str = BASIS_SHARE, price_kind: str 
             parts.append(group.assign(basis=basis, price_kind=price_kind, price_note=str(e)))
             continue
         parts.append(cost_per_level(group, price).assign(price_note=price.explain()))
-    return pd.concat(parts, ignore_index=True)
+    table = pd.concat(parts, ignore_index=True)
+    for col, _, _ in COST_COLUMNS:  # present (NaN) even when no row has a price
+        for suffix in ("", "_ci_low", "_ci_high"):
+            if f"{col}{suffix}" not in table:
+                table[f"{col}{suffix}"] = np.nan
+    return table
 
 
 def _applies(profile: SloProfile, model: Any) -> bool:

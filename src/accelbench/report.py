@@ -372,17 +372,7 @@ def costs(output_dir: Path | str = paths.OUTPUTS_DIR, basis: str = COST_BASIS,
     """cost.cost_table over every completed run's levels (cost.run_costs, with fixtures kept so they can be
     shown marked), labelled."""
     s = cost.measured_summary(output_dir, include_fixtures=True)
-    return _labelled(_priced(s, basis, price_kind), output_dir) if not s.empty else s
-
-
-def _priced(summary: pd.DataFrame, basis: str = COST_BASIS, price_kind: str = PRICE_KIND) -> pd.DataFrame:
-    """cost.cost_table, with the cost columns present (NaN) when no instance of these runs has a price."""
-    c = cost.cost_table(summary, basis, price_kind)
-    for col, _, _ in cost.COST_COLUMNS:
-        for suffix in ("", "_ci_low", "_ci_high"):
-            if f"{col}{suffix}" not in c:
-                c[f"{col}{suffix}"] = np.nan
-    return c
+    return _labelled(cost.cost_table(s, basis, price_kind), output_dir) if not s.empty else s
 
 
 def costs_at_slo(output_dir: Path | str = paths.OUTPUTS_DIR, basis: str = COST_BASIS,
@@ -450,7 +440,7 @@ def recommendations(output_dir: Path | str = paths.OUTPUTS_DIR, include_projecti
     The summary goes in costed (_priced): recommend's own costing drops the cost columns when no run has a
     price (only local-cpu runs), and then fails."""
     s = cost.measured_summary(output_dir)
-    return recommend.recommend(_priced(s) if not s.empty else None, include_projections=include_projections,
+    return recommend.recommend(cost.cost_table(s) if not s.empty else None, include_projections=include_projections,
                                basis=COST_BASIS, price_kind=PRICE_KIND)
 
 

@@ -109,7 +109,3 @@ def load_levels(outputs_dir: Path = paths.OUTPUTS_DIR) -> pd.DataFrame:
     if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name='levels'").fetchone()[0]:
         return pd.DataFrame()
     return con.execute("SELECT r.*, l.* EXCLUDE (run_id) FROM levels l JOIN runs r USING (run_id)").df()
-
-
-def load_requests(run_dir: Path) -> pd.DataFrame:
-    return pd.read_parquet(Path(run_dir) / "requests.parquet")

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pandas as pd
 
@@ -102,7 +102,8 @@ class Collector:
         return tables
 
 
-async def _measure(engine: VllmEngine, resolved: Resolved, collector: Collector, log: Path) -> None:
+async def _measure(engine: VllmEngine, resolved: Resolved, collector: Collector, log: Path,
+                   progress: TextIO) -> None:
     await engine.start()
 
     def on_level(level: Level, records: list[dict[str, Any]], start: float, end: float) -> None:
@@ -112,7 +113,7 @@ async def _measure(engine: VllmEngine, resolved: Resolved, collector: Collector,
     def on_progress(text: str) -> None:
         if text.startswith("measuring"):
             mark(log, f"measure start {text.removeprefix('measuring ').split(':')[0]}")
-        print(f"[accelbench] {text}", file=progress_stream, flush=True)
+        print(f"[accelbench] {text}", file=progress, flush=True)
 
     await sweep(engine, resolved, collector.clock, on_level, on_progress)
 
@@ -129,15 +130,9 @@ def telemetry_sampler(resolved: Resolved, host: dict[str, Any]) -> tuple[Any, st
     return None, "absent"
 
 
-progress_stream: Any = None  # set per run: the notebook's stdout, saved before fds are redirected
-
-
 def run_scenario(scenario: str, model: str | None = None, workload: str | None = None,
                  outputs_dir: Path | str = paths.OUTPUTS_DIR) -> RunResult:
     """Measure one scenario on this host and save its run folder (failed runs too, marked failed)."""
-    global progress_stream
-    import sys
-
     resolved = resolve(scenario, model, workload)  # bad names or params fail here, before anything runs
     backend = backend_module(resolved.scenario.backend)
     host = backend.check_host(resolved)  # a backend the host lacks fails here, nothing written
@@ -150,15 +145,14 @@ def run_scenario(scenario: str, model: str | None = None, workload: str | None =
     sampler, telemetry_source = telemetry_sampler(resolved, host)
     collector = Collector(clock, sampler, engine)
     log = Path(tempfile.mkdtemp(prefix="accelbench-")) / "engine.log"
-    progress_stream = sys.stdout
     error = None
     if sampler:
         sampler.start()
     engine_start_wall = time.time()
     try:
-        with captured_output(log):
+        with captured_output(log) as progress:
             try:
-                run_sync(_measure(engine, resolved, collector, log))
+                run_sync(_measure(engine, resolved, collector, log, progress))
             finally:
                 engine.close()
     except Exception as e:  # any failure after start: keep what was measured, mark the run failed
@@ -171,7 +165,7 @@ def run_scenario(scenario: str, model: str | None = None, workload: str | None =
         from accelbench.validation import validate_with_serve
         validation = validate_with_serve(
             resolved, engine.kwargs, outputs_dir, skip_reason=error and "the in-process sweep failed",
-            on_progress=lambda text: print(f"[accelbench] {text}", file=progress_stream, flush=True))
+            on_progress=lambda text: print(f"[accelbench] {text}", flush=True))
     manifest = dict(
         status="failed" if error else "completed", error=error, scenario=resolved.scenario.name,
         started_at=started, finished_at=datetime.now(timezone.utc).isoformat(),

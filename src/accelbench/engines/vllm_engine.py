@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from accelbench.engines import backend_module
 from accelbench.engines.common import write_model_dir
@@ -29,8 +29,10 @@ def request_stats(m: Any) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def captured_output(log_path: Path) -> Iterator[None]:
+def captured_output(log_path: Path) -> Iterator[TextIO]:
     """Send this process's and its children's output to `log_path`, then restore.
+
+    Yields a stream that still reaches the user (the notebook, or the terminal) for progress lines.
 
     vLLM's engine core and workers are child processes: their log lines, such as the JIT-compilation
     warning, reach us only through what they inherit. Spawned children inherit file descriptors 1
@@ -46,9 +48,13 @@ def captured_output(log_path: Path) -> Iterator[None]:
     os.dup2(log, 2)
     stream = open(log_path, "a", buffering=1)
     sys.stdout = sys.stderr = stream
+    # a notebook's stdout is an object that forwards to the notebook; a terminal's is fd 1, now the log
+    on_fd = hasattr(saved_streams[0], "fileno") and _fileno(saved_streams[0]) == 1
+    user = os.fdopen(saved_fds[0], "w", buffering=1, closefd=False) if on_fd else saved_streams[0]
     try:
-        yield
+        yield user
     finally:
+        user.flush()
         stream.flush()
         sys.stdout, sys.stderr = saved_streams
         stream.close()
@@ -56,6 +62,13 @@ def captured_output(log_path: Path) -> Iterator[None]:
         os.dup2(saved_fds[1], 2)
         for fd in (*saved_fds, log):
             os.close(fd)
+
+
+def _fileno(stream: Any) -> int | None:
+    try:
+        return stream.fileno()
+    except (OSError, ValueError):  # io.UnsupportedOperation is an OSError: no descriptor behind it
+        return None
 
 
 def mark(log_path: Path, text: str) -> None:
@@ -132,10 +145,6 @@ class VllmEngine:
                                 temperature=1.0, detokenize=False, output_kind=RequestOutputKind.DELTA)
         async for out in self.llm.generate({"prompt_token_ids": prompt_token_ids}, params, request_id):
             yield len(out.outputs[0].token_ids), (request_stats(out.metrics) if out.finished else None)
-
-    def versions(self) -> dict[str, str]:
-        import vllm
-        return {"vllm": vllm.__version__}
 
     def close(self) -> None:
         if self.llm is not None:
