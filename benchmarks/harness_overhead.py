@@ -33,7 +33,7 @@ from accelbench.workload import make_prompts, rng_for
 def offline_tok_per_s(engine: VllmEngine, prompts: list[list[int]], max_tokens: int, repeats: int) -> float:
     from vllm import LLM, SamplingParams
     llm = LLM(**engine.kwargs)
-    params = SamplingParams(max_tokens=max_tokens, min_tokens=max_tokens, ignore_eos=True, temperature=1.0,
+    params = SamplingParams(max_tokens=max_tokens, ignore_eos=True, temperature=1.0,
                             detokenize=False)
     warm = [{"prompt_token_ids": p} for p in prompts]
     llm.generate(warm, params, use_tqdm=False)  # warm-up: the same batch shape, compiled once

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The exact calls behind the committed H200 results. Runs ON an offline H200 host, from the project
 # root, after ../shared/gpu-host's staged install (vLLM 0.24.0 on the host's torch 2.11 / CUDA 13).
-#   scripts/h200-session.sh check|h200|scout|validate OUTDIR
+#   scripts/h200-session.sh check|h200|validate|scout|scout-rates OUTDIR
+# STOP_AFTER_S (default 420) bounds the sweeps that could outrun one 10-minute call: no level starts
+# after it (seconds from the run's start, engine start included), and such a run is saved marked partial.
 # Each step executes notebooks/run_scenario.ipynb with papermill, as a user on a GPU instance would,
 # Runs side by side on the two GPUs keep separate vLLM compile caches (VLLM_CACHE_ROOT). Each step
 # then packs outputs/results and outputs/notebooks into OUTDIR/<step>.tgz.
 set -uo pipefail
 step=$1
 out=$2
+STOP_AFTER_S=${STOP_AFTER_S:-420}
 source "$HOME/stage/env.sh"
 export PYTHONPATH="$PWD/src:$PYTHONPATH"
 mkdir -p outputs/notebooks "$out"
@@ -36,18 +39,21 @@ print('vllm', vllm.__version__, 'torch', torch.__version__, 'gpus', torch.cuda.d
     CUDA_VISIBLE_DEVICES=1 VLLM_CACHE_ROOT=$HOME/.cache/vllm-gpu1 ACCELBENCH_RUN_NOTE="$note" notebook h200-512-256 h200 -p workload seed-512-256 &
     wait
     ;;
-  scout)  # closed loop only: the whole scout-512-128 sweep did not fit one 10-minute call
-    notebook h200x2-scout h200x2-scout -p workload scout-512-128-closed
-    ;;
-  validate)  # harness-overhead benchmark on GPU 0, harness vs vllm bench serve on GPU 1
-    note="ran at the same time as benchmarks/harness_overhead.py on the host's other H200"
-    CUDA_VISIBLE_DEVICES=0 VLLM_CACHE_ROOT=$HOME/.cache/vllm-gpu0 python3 benchmarks/harness_overhead.py --scenario h200 --concurrency 128 \
-      --out "$out/harness_overhead.json" > "$out/harness_overhead.log" 2>&1 &
-    CUDA_VISIBLE_DEVICES=1 VLLM_CACHE_ROOT=$HOME/.cache/vllm-gpu1 ACCELBENCH_RUN_NOTE="$note" notebook h200-validate h200 -p workload validate-512-128 &
+  validate)  # harness vs vllm bench serve on GPU 1, the seed 512/128 sweep on GPU 0, at the same time
+    note="ran at the same time as another single-GPU run on the host's other H200"
+    CUDA_VISIBLE_DEVICES=0 VLLM_CACHE_ROOT=$HOME/.cache/vllm-gpu0 ACCELBENCH_RUN_NOTE="$note" \
+      notebook h200-rerun h200 -p stop_after_s $STOP_AFTER_S &
+    CUDA_VISIBLE_DEVICES=1 VLLM_CACHE_ROOT=$HOME/.cache/vllm-gpu1 ACCELBENCH_RUN_NOTE="$note" \
+      notebook h200-validate-rerun h200 -p workload validate-512-128 &
     wait
-    tail -6 "$out/harness_overhead.log"
     ;;
-  *) echo "unknown step '$step': valid steps are check, h200, scout, validate" >&2; exit 2 ;;
+  scout)  # the closed-loop half; scout-rates runs the open-loop half in the next call
+    notebook h200x2-scout h200x2-scout -p workload scout-512-128-closed -p stop_after_s $STOP_AFTER_S
+    ;;
+  scout-rates)
+    notebook h200x2-scout-rates h200x2-scout -p workload scout-512-128-rates -p stop_after_s $STOP_AFTER_S
+    ;;
+  *) echo "unknown step '$step': valid steps are check, h200, validate, scout, scout-rates" >&2; exit 2 ;;
 esac
 tar czf "$out/$step.tgz" outputs/results outputs/notebooks 2>/dev/null
 ls -la "$out"

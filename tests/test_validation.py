@@ -171,10 +171,15 @@ def test_prometheus_counters_sum_label_sets() -> None:
         'vllm:generation_tokens_total{engine="0",model_name="m"} 160.0',
         'vllm:request_success_total{engine="0",finished_reason="length",model_name="m"} 8.0',
         'vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 2.0',
+        'vllm:time_to_first_token_seconds_bucket{engine="0",le="0.02",model_name="m"} 9.0',
+        'vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 0.17',
+        'vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 10.0',
     ])
-    assert validation.prometheus_counters(text) == {"prompt_tokens": 640.0, "generation_tokens": 160.0,
-                                                     "requests": 10.0}
+    counters = validation.prometheus_counters(text)
+    assert counters == {"prompt_tokens": 640.0, "generation_tokens": 160.0, "requests": 10.0,
+                        "ttft_sum_s": 0.17, "ttft_count": 10.0}
     assert validation.per_request({"prompt_tokens": 640.0, "requests": 10.0}, "prompt_tokens") == 64.0
+    assert validation.per_count(counters, "ttft_sum_s", "ttft_count") == 0.017
     assert np.isnan(validation.per_request({}, "prompt_tokens"))
 
 
@@ -305,4 +310,9 @@ def test_cpu_validate_run_saves_serve_levels(tmp_path: Path) -> None:
     for name in ("serve_c1.json", "serve_c4.json", "serve_server.log", "serve_requests.parquet"):
         assert (run.run_dir / name).exists()
     table = validation.compare(metrics.summarize_levels(pd.read_parquet(run.run_dir / "levels.parquet")), serve)
-    assert len(table) == 2 * 7 and np.isfinite(table["ratio"]).all()
+    assert len(table) == 2 * 8 and np.isfinite(table["ratio"]).all()
+    assert (table.loc[table["metric"] == "engine_ttft_mean_ms", "serve"] > 0).all()
+    # the server ran with the token budget the in-process engine had (vLLM's defaults differ by entry point)
+    budget = manifest["engine_effective"]["max_num_batched_tokens"]
+    command = sv["server_command"]
+    assert budget and command[command.index("--max-num-batched-tokens") + 1] == str(budget)

@@ -13,10 +13,12 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 @app.command()
 def run(scenario: str, model: str | None = None, workload: str | None = None,
-        output_dir: Path = paths.OUTPUTS_DIR) -> None:
+        output_dir: Path = paths.OUTPUTS_DIR,
+        stop_after_s: float | None = typer.Option(None, help="start no level after this many seconds from "
+                                                  "the run's start; a run that left levels out is partial")) -> None:
     """Measure one scenario on this machine (the same call run_scenario.ipynb makes)."""
     from accelbench.study import raise_if_failed, run_scenario
-    result = run_scenario(scenario, model, workload, output_dir)
+    result = run_scenario(scenario, model, workload, output_dir, stop_after_s)
     typer.echo(f"{result.status}: {result.run_dir}")
     raise_if_failed(result)
 

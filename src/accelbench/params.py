@@ -84,6 +84,9 @@ class Workload(Frozen):
     min_requests_per_level: int = Field(8, ge=1, description="at least this many requests in a level")
     min_level_duration_s: float = Field(0.0, ge=0, description="open loop: a level offers load at least this long")
     warmup_requests: int = Field(2, ge=0, description="requests per measured shape sent before measuring")
+    rate_warmup_concurrency: int | None = Field(
+        None, ge=1, description="open loop: batch the rate levels are warmed up at "
+        "(default: max_concurrency, else the largest concurrency level, else 1)")
     closed_loop_start: Literal["staggered", "simultaneous"] = Field(
         "staggered", description="closed loop: clients start spread over one request's latency, or all at once")
     repetitions: int = Field(3, ge=1, description="times each level is measured")

@@ -23,7 +23,7 @@ from accelbench.errors import AccelbenchError
 # 1: closed-loop clients all started at once. 2: they start staggered over one request's latency
 # unless the workload says closed_loop_start: simultaneous; requests carry ramp_s.
 SCHEMA_VERSION = 2
-STATUSES = ("completed", "failed")
+STATUSES = ("completed", "partial", "failed")
 
 
 def new_run_id() -> str:

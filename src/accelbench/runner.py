@@ -52,7 +52,8 @@ def warmup_concurrency(level: Level, workload: Workload) -> int:
     """Warm-up batch for a level: its own concurrency, so every batch shape it measures is compiled first."""
     if level.kind == "concurrency":
         return int(level.value)
-    return workload.max_concurrency or max(workload.concurrency_levels, default=1)
+    return (workload.rate_warmup_concurrency or workload.max_concurrency
+            or max(workload.concurrency_levels, default=1))
 
 
 class Clock:
@@ -162,15 +163,21 @@ async def warm_up(engine: Engine, resolved: Resolved, level: Level, clock: Clock
 
 async def sweep(engine: Engine, resolved: Resolved, clock: Clock,
                 on_level: Callable[[Level, list[dict[str, Any]], float, float], None],
-                on_progress: Callable[[str], None] = print) -> None:
+                on_progress: Callable[[str], None] = print, stop_after_s: float | None = None) -> list[Level]:
     """Measure every level; hand each level's records to `on_level(level, records, start_s, end_s)`.
 
     Each level's first repetition is preceded by a warm-up at its own concurrency; with staggered
     closed-loop starts, clients start spread over the warm-up's median latency. A level in which
     every request failed stops the sweep (the engine is most likely dead); what was measured is kept.
+    With `stop_after_s`, no level starts once the clock has passed it; the levels left out are returned.
     """
     ramp_s = 0.0
-    for level in plan_levels(resolved.workload):
+    planned = plan_levels(resolved.workload)
+    for i, level in enumerate(planned):
+        if stop_after_s is not None and clock() > stop_after_s:
+            on_progress(f"stopping: {clock():.0f} s into the run is past stop_after_s={stop_after_s:g}; "
+                        f"{len(planned) - i} level(s) not measured")
+            return planned[i:]
         if level.repetition == 0:
             on_progress(f"warm-up for {level.kind} {level.value:g}")
             latency_s = await warm_up(engine, resolved, level, clock)
@@ -183,3 +190,4 @@ async def sweep(engine: Engine, resolved: Resolved, clock: Clock,
         on_level(level, records, start, clock())
         if records and all(r["error"] for r in records):
             raise RuntimeError(f"every request of {level.label} failed, first error: {records[0]['error']}")
+    return []

@@ -103,7 +103,7 @@ class Collector:
 
 
 async def _measure(engine: VllmEngine, resolved: Resolved, collector: Collector, log: Path,
-                   progress: TextIO) -> None:
+                   progress: TextIO, stop_after_s: float | None) -> list[Level]:
     await engine.start()
 
     def on_level(level: Level, records: list[dict[str, Any]], start: float, end: float) -> None:
@@ -115,7 +115,7 @@ async def _measure(engine: VllmEngine, resolved: Resolved, collector: Collector,
             mark(log, f"measure start {text.removeprefix('measuring ').split(':')[0]}")
         print(f"[accelbench] {text}", file=progress, flush=True)
 
-    await sweep(engine, resolved, collector.clock, on_level, on_progress)
+    return await sweep(engine, resolved, collector.clock, on_level, on_progress, stop_after_s)
 
 
 def telemetry_sampler(resolved: Resolved, host: dict[str, Any]) -> tuple[Any, str]:
@@ -131,8 +131,12 @@ def telemetry_sampler(resolved: Resolved, host: dict[str, Any]) -> tuple[Any, st
 
 
 def run_scenario(scenario: str, model: str | None = None, workload: str | None = None,
-                 outputs_dir: Path | str = paths.OUTPUTS_DIR) -> RunResult:
-    """Measure one scenario on this host and save its run folder (failed runs too, marked failed)."""
+                 outputs_dir: Path | str = paths.OUTPUTS_DIR, stop_after_s: float | None = None) -> RunResult:
+    """Measure one scenario on this host and save its run folder (failed runs too, marked failed).
+
+    `stop_after_s` (seconds from the run's start, engine start included) bounds a run on a host held for
+    a limited time: no level starts after it, and a run that left levels out is saved marked partial.
+    """
     resolved = resolve(scenario, model, workload)  # bad names or params fail here, before anything runs
     backend = backend_module(resolved.scenario.backend)
     host = backend.check_host(resolved)  # a backend the host lacks fails here, nothing written
@@ -146,13 +150,14 @@ def run_scenario(scenario: str, model: str | None = None, workload: str | None =
     collector = Collector(clock, sampler, engine)
     log = Path(tempfile.mkdtemp(prefix="accelbench-")) / "engine.log"
     error = None
+    skipped: list[Level] = []
     if sampler:
         sampler.start()
     engine_start_wall = time.time()
     try:
         with captured_output(log) as progress:
             try:
-                run_sync(_measure(engine, resolved, collector, log, progress))
+                skipped = run_sync(_measure(engine, resolved, collector, log, progress, stop_after_s))
             finally:
                 engine.close()
     except Exception as e:  # any failure after start: keep what was measured, mark the run failed
@@ -160,17 +165,23 @@ def run_scenario(scenario: str, model: str | None = None, workload: str | None =
     finally:
         if sampler:
             sampler.stop()
+    status = "failed" if error else "partial" if skipped else "completed"
+    if skipped:
+        error = (f"stopped by stop_after_s={stop_after_s:g}: {len(skipped)} planned level(s) not measured "
+                 f"({', '.join(level.label for level in skipped)})")
     validation = None
     if resolved.workload.validate_with_serve:  # after engine.close(): one engine at a time
         from accelbench.validation import validate_with_serve
         validation = validate_with_serve(
-            resolved, engine.kwargs, outputs_dir, skip_reason=error and "the in-process sweep failed",
+            resolved, engine.serve_kwargs(), outputs_dir,
+            skip_reason=error and f"the in-process sweep did not complete ({status})",
             on_progress=lambda text: print(f"[accelbench] {text}", flush=True))
     manifest = dict(
-        status="failed" if error else "completed", error=error, scenario=resolved.scenario.name,
+        status=status, error=error, scenario=resolved.scenario.name, stop_after_s=stop_after_s,
         started_at=started, finished_at=datetime.now(timezone.utc).isoformat(),
         resolved=resolved.model_dump(mode="json"), environment=environment, host_check=host,
-        engine_args=engine.kwargs, engine_start_s=engine.start_s, method=METHOD_NOTES,
+        engine_args=engine.kwargs, engine_effective=engine.effective, engine_start_s=engine.start_s,
+        method=METHOD_NOTES,
         levels_measured=len(collector.levels),
         levels_planned=len(resolved.workload.concurrency_levels + resolved.workload.request_rates_per_s)
         * resolved.workload.repetitions,
@@ -189,6 +200,6 @@ def run_scenario(scenario: str, model: str | None = None, workload: str | None =
 def raise_if_failed(run: RunResult) -> RunResult:
     """End a notebook with the run's error (levels already measured are saved in run.run_dir)."""
     if run.status != "completed":
-        raise AccelbenchError(f"the run failed: {run.error}. {len(run.levels)} measured level(s) were saved, "
-                              f"marked failed, in {run.run_dir}")
+        raise AccelbenchError(f"the run is {run.status}: {run.error}. {len(run.levels)} measured level(s) were "
+                              f"saved, marked {run.status}, in {run.run_dir}")
     return run

@@ -61,7 +61,10 @@ METHODS_TEXT = (
     "Validation against vLLM's own client. After the in-process sweep, and after its engine is shut down, "
     "the same model configuration is served by vLLM's OpenAI-compatible server (python -m "
     f"{SERVER_MODULE}) on 127.0.0.1 with the same engine arguments (dummy weights, dtype, max_model_len, "
-    "tensor parallelism, memory share, max_num_seqs, seed), and `vllm bench serve` (random dataset, "
+    "tensor parallelism, memory share, max_num_seqs, seed, and the per-step token budget "
+    "max_num_batched_tokens the in-process engine ran with, passed explicitly because vLLM's default "
+    "differs by entry point: 2048 for AsyncLLM, 8192 for the OpenAI server on GPUs), and `vllm bench "
+    "serve` (random dataset, "
     "/v1/completions, streaming, ignore_eos, request rate inf) measures each concurrency level with "
     "--max-concurrency equal to the level and as many prompts as the harness sent, after a warm-up of as "
     "many requests as the harness's. No model hub is reachable, so a synthetic word-level tokenizer is "
@@ -77,7 +80,11 @@ METHODS_TEXT = (
     "included, and its percentiles cover every request, while the harness reports the steady window "
     "(first completion to last submission); the row steady_output_tok_per_s recomputes the harness's "
     "definition from bench serve's own per-request timings; (5) repetitions: bench serve runs each level "
-    "once, the harness's figures are medians over its repetitions. Ratios are harness / serve: TTFT and "
+    "once, the harness's figures are medians over its repetitions. The row engine_ttft_mean_ms compares TTFT "
+    "as each side's vLLM engine measures it (arrival in AsyncLLM to first token): the harness's "
+    "RequestStateStats against the server's own /metrics histogram (vllm:time_to_first_token_seconds, "
+    "every request of the bench run, warm-ups included); where it agrees and bench serve's TTFT does not, "
+    "the difference lies outside the engine, in the HTTP path. Ratios are harness / serve: TTFT and "
     "ITL ratios below 1 and throughput ratios above 1 are the cost of the HTTP path. On the cpu scenario "
     "the API server, its engine core and the client share a few cores with the engine's busy threads: "
     "streamed tokens often reach the client in one burst at the end of a request (TTFT close to E2E, ITL "
@@ -273,7 +280,11 @@ class Server:
 
 
 COUNTERS = {"vllm:prompt_tokens_total": "prompt_tokens", "vllm:generation_tokens_total": "generation_tokens",
-            "vllm:request_success_total": "requests"}
+            "vllm:request_success_total": "requests",
+            # the server engine's own TTFT (arrival in its AsyncLLM to first token), the quantity the
+            # harness reads from RequestStateStats: the part of bench serve's TTFT spent inside vLLM
+            "vllm:time_to_first_token_seconds_sum": "ttft_sum_s",
+            "vllm:time_to_first_token_seconds_count": "ttft_count"}
 
 
 def prometheus_counters(text: str) -> dict[str, float]:
@@ -291,7 +302,12 @@ def prometheus_counters(text: str) -> dict[str, float]:
 
 def per_request(delta: dict[str, float], key: str) -> float:
     """A counter's increase per finished request over one bench run (NaN when not readable)."""
-    n = delta.get("requests")
+    return per_count(delta, key, "requests")
+
+
+def per_count(delta: dict[str, float], key: str, count: str) -> float:
+    """delta[key] / delta[count] (a histogram's mean when they are its _sum and _count; NaN when absent)."""
+    n = delta.get(count)
     return delta[key] / n if n and key in delta else np.nan
 
 
@@ -391,9 +407,11 @@ def compare(harness_summary: pd.DataFrame, serve_levels: pd.DataFrame) -> pd.Dat
 
     Columns:
       concurrency  closed-loop level (clients with one request in flight)
-      metric       output_tok_per_s, ttft_p50_ms, ttft_p99_ms, itl_p50_ms, itl_p99_ms, tpot_p50_ms, and
+      metric       output_tok_per_s, ttft_p50_ms, ttft_p99_ms, itl_p50_ms, itl_p99_ms, tpot_p50_ms,
                    steady_output_tok_per_s (serve side recomputed with the harness's steady-window
-                   definition from bench serve's per-request timings; present when the JSON has them)
+                   definition from bench serve's per-request timings; present when the JSON has them), and
+                   engine_ttft_mean_ms (TTFT as each side's vLLM engine measures it: the harness's
+                   RequestStateStats against the server's /metrics histogram, warm-ups included there)
       harness      the harness's figure (median over repetitions, from metrics.summarize_levels)
       serve        bench serve's figure (its own definitions: whole-run throughput, every request)
       ratio        harness / serve (NaN where serve is 0 or missing)
@@ -406,6 +424,8 @@ def compare(harness_summary: pd.DataFrame, serve_levels: pd.DataFrame) -> pd.Dat
     pairs = [(m, m, m) for m in COMPARED]
     if "steady_output_tok_per_s" in s:
         pairs.append(("steady_output_tok_per_s", "output_tok_per_s", "steady_output_tok_per_s"))
+    if "server_engine_ttft_mean_ms" in s and "engine_ttft_mean_ms" in h:
+        pairs.append(("engine_ttft_mean_ms", "engine_ttft_mean_ms", "server_engine_ttft_mean_ms"))
     rows = []
     for level in sorted(set(h.index) & set(s.index)):
         for name, h_col, s_col in pairs:
@@ -511,6 +531,9 @@ def tabulate(resolved: Resolved, out: ServeValidation, results: dict[float, dict
     for col, key in (("server_prompt_tokens_per_request", "prompt_tokens"),
                      ("server_output_tokens_per_request", "generation_tokens")):
         table[col] = [per_request(checks.get(c, {}), key) for c in table["level_value"]]
+    # every request of the bench run, its warm-ups included (the histogram cannot tell them apart)
+    table["server_engine_ttft_mean_ms"] = [1e3 * per_count(checks.get(c, {}), "ttft_sum_s", "ttft_count")
+                                           for c in table["level_value"]]
     # warm-ups repeat the first prompt, so every request the server counted should have the workload's shape
     w = resolved.workload
     out.manifest["server_tokens_match_workload"] = bool(

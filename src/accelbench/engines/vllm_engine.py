@@ -127,6 +127,7 @@ class VllmEngine:
         self.scheduler = SchedulerSampler()
         self.llm: Any = None
         self.start_s: float | None = None
+        self.effective: dict[str, Any] = {}  # settings vLLM chose itself, read back once it has started
 
     async def start(self) -> None:
         os.environ.update(self.backend.engine_env(self.resolved))
@@ -136,13 +137,25 @@ class VllmEngine:
         self.llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**self.kwargs),
                                              stat_loggers=[self.scheduler.factory()])
         self.start_s = time.perf_counter() - t
+        sched = getattr(getattr(self.llm, "vllm_config", None), "scheduler_config", None)
+        self.effective = {k: getattr(sched, k, None)
+                          for k in ("max_num_batched_tokens", "max_num_seqs", "async_scheduling",
+                                    "enable_chunked_prefill")}
+
+    def serve_kwargs(self) -> dict[str, Any]:
+        """Engine kwargs for `vllm serve` of the same config: vLLM picks a different default token budget
+        per entry point (the OpenAI server's is larger than AsyncLLM's), so the budget this engine ran
+        with is passed explicitly."""
+        budget = self.effective.get("max_num_batched_tokens")
+        return {**self.kwargs, **({"max_num_batched_tokens": budget} if budget else {})}
 
     async def generate(self, request_id: str, prompt_token_ids: list[int],
                        max_tokens: int) -> AsyncIterator[tuple[int, dict[str, Any] | None]]:
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
-        params = SamplingParams(max_tokens=max_tokens, min_tokens=max_tokens, ignore_eos=True,
-                                temperature=1.0, detokenize=False, output_kind=RequestOutputKind.DELTA)
+        # as bench serve's requests: ignore_eos fixes the length (min_tokens would add a logits processor)
+        params = SamplingParams(max_tokens=max_tokens, ignore_eos=True, temperature=1.0, detokenize=False,
+                                output_kind=RequestOutputKind.DELTA)
         async for out in self.llm.generate({"prompt_token_ids": prompt_token_ids}, params, request_id):
             yield len(out.outputs[0].token_ids), (request_stats(out.metrics) if out.finished else None)
 

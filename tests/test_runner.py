@@ -1,0 +1,84 @@
+"""The sweep's time bound (stop_after_s) with a stand-in engine, down to the partial run folder it leaves."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from accelbench import study
+from accelbench.errors import AccelbenchError
+from accelbench.params import resolve
+from accelbench.results import load_manifest
+from accelbench.runner import Clock, plan_levels, sweep
+
+STEP_S = 0.002  # the stand-in engine's time per output token
+
+
+class StandInEngine:
+    """Streams one token per STEP_S; has what study.run_scenario reads from a VllmEngine."""
+
+    def __init__(self, resolved: Any, cache_dir: Any) -> None:
+        self.kwargs = {"model": "stand-in"}
+        self.effective = {"max_num_batched_tokens": 2048}
+        self.scheduler = type("Scheduler", (), {"samples": []})()
+        self.start_s = 0.0
+
+    async def start(self) -> None:
+        pass
+
+    async def generate(self, request_id: str, prompt_token_ids: list[int], max_tokens: int):
+        for _ in range(max_tokens):
+            await asyncio.sleep(STEP_S)
+            yield 1, None
+
+    def serve_kwargs(self) -> dict[str, Any]:
+        return self.kwargs
+
+    def close(self) -> None:
+        pass
+
+
+def run_sweep(stop_after_s: float | None) -> tuple[list[str], list[str]]:
+    resolved = resolve("cpu", workload="cpu-smoke")
+    measured: list[str] = []
+    skipped = asyncio.run(sweep(StandInEngine(resolved, None), resolved, Clock(),
+                                lambda level, *_: measured.append(level.label), lambda text: None, stop_after_s))
+    return measured, [level.label for level in skipped]
+
+
+def test_without_a_bound_every_planned_level_is_measured():
+    measured, skipped = run_sweep(None)
+    assert measured == [level.label for level in plan_levels(resolve("cpu", workload="cpu-smoke").workload)]
+    assert skipped == []
+
+
+def test_no_level_starts_after_the_bound_and_the_rest_are_returned():
+    planned = [level.label for level in plan_levels(resolve("cpu", workload="cpu-smoke").workload)]
+    # the first level starts at once (its warm-up and requests take at least 0.25 s); none after it
+    measured, skipped = run_sweep(0.1)
+    assert measured == planned[:1] and skipped == planned[1:]
+
+
+def test_a_bounded_run_is_saved_marked_partial_naming_what_it_left_out(tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "VllmEngine", StandInEngine)
+    run = study.run_scenario("cpu", workload="cpu-smoke", outputs_dir=tmp_path, stop_after_s=0.1)
+    manifest = load_manifest(run.run_dir)
+    assert run.status == manifest["status"] == "partial"
+    assert manifest["levels_measured"] == 1 and manifest["levels_planned"] == 6
+    assert manifest["stop_after_s"] == 0.1 and "5 planned level(s) not measured" in manifest["error"]
+    assert "concurrency 1 rep 1" in manifest["error"] and "rate 4 req/s rep 1" in manifest["error"]
+    assert len(pd.read_parquet(run.run_dir / "levels.parquet")) == 1
+    with pytest.raises(AccelbenchError, match="the run is partial: .* 1 measured level\\(s\\) were saved, marked partial"):
+        study.raise_if_failed(run)
+
+
+def test_rate_levels_warm_up_at_the_batch_the_workload_names():
+    from accelbench.runner import warmup_concurrency
+    rates = resolve("h200x2-scout", workload="scout-512-128-rates").workload
+    both = resolve("h200x2-scout", workload="scout-512-128").workload
+    rate_level = [level for level in plan_levels(rates) if level.kind == "rate"][0]
+    assert warmup_concurrency(rate_level, rates) == 64 == warmup_concurrency(rate_level, both)
+    assert warmup_concurrency(rate_level, rates.model_copy(update={"rate_warmup_concurrency": None})) == 1
