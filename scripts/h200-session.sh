@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The exact calls behind the committed H200 results. Runs ON an offline H200 host, from the project
 # root, after ../shared/gpu-host's staged install (vLLM 0.24.0 on the host's torch 2.11 / CUDA 13).
-#   scripts/h200-session.sh check|h200|validate|scout|scout-rates OUTDIR
+#   scripts/h200-session.sh check|h200|validate|scout|scout-c64|scout-rates OUTDIR
 # STOP_AFTER_S (default 420) bounds the sweeps that could outrun one 10-minute call: no level starts
 # after it (seconds from the run's start, engine start included), and such a run is saved marked partial.
 # Each step executes notebooks/run_scenario.ipynb with papermill, as a user on a GPU instance would,
 # Runs side by side on the two GPUs keep separate vLLM compile caches (VLLM_CACHE_ROOT). Each step
-# then packs outputs/results and outputs/notebooks into OUTDIR/<step>.tgz.
+# then packs the run folders and executed notebooks it wrote into OUTDIR/<step>.tgz.part* (join with cat).
+# Back here, in the project root: cat <step>.tgz.part* | tar xzf -
 set -uo pipefail
 step=$1
 out=$2
@@ -14,6 +15,7 @@ STOP_AFTER_S=${STOP_AFTER_S:-420}
 source "$HOME/stage/env.sh"
 export PYTHONPATH="$PWD/src:$PYTHONPATH"
 mkdir -p outputs/notebooks "$out"
+started=$(mktemp)  # run folders and notebooks newer than this are what the call brings back
 # an engine left by a call that was cut off keeps its GPU memory: free the GPUs before measuring
 nvidia-smi --query-compute-apps=pid --format=csv,noheader | xargs -r kill -9
 
@@ -22,7 +24,8 @@ notebook() {  # name scenario [papermill args...]
   shift 2
   # --log-output: the notebook's [accelbench] progress lines reach the log, so a run cut off by the
   # call's time limit still shows how far it got
-  papermill --log-output notebooks/run_scenario.ipynb "outputs/notebooks/$name.ipynb" -p scenario "$scenario" "$@" \
+  papermill --log-output notebooks/run_scenario.ipynb "outputs/notebooks/$name-$(date -u +%Y%m%dT%H%M).ipynb" \
+    -p scenario "$scenario" "$@" \
     > "$out/$name.log" 2>&1
   echo "$name: papermill exit $?"
 }
@@ -35,25 +38,27 @@ print('vllm', vllm.__version__, 'torch', torch.__version__, 'gpus', torch.cuda.d
     ;;
   h200)  # the two seed workloads at once, one per GPU of the 2-GPU host; each run's manifest says so
     note="ran at the same time as another single-GPU run on the host's other H200"
-    CUDA_VISIBLE_DEVICES=0 VLLM_CACHE_ROOT=$HOME/.cache/vllm-gpu0 ACCELBENCH_RUN_NOTE="$note" notebook h200 h200 &
-    CUDA_VISIBLE_DEVICES=1 VLLM_CACHE_ROOT=$HOME/.cache/vllm-gpu1 ACCELBENCH_RUN_NOTE="$note" notebook h200-512-256 h200 -p workload seed-512-256 &
-    wait
-    ;;
-  validate)  # harness vs vllm bench serve on GPU 1, the seed 512/128 sweep on GPU 0, at the same time
-    note="ran at the same time as another single-GPU run on the host's other H200"
     CUDA_VISIBLE_DEVICES=0 VLLM_CACHE_ROOT=$HOME/.cache/vllm-gpu0 ACCELBENCH_RUN_NOTE="$note" \
-      notebook h200-rerun h200 -p stop_after_s $STOP_AFTER_S &
+      notebook h200 h200 -p stop_after_s $STOP_AFTER_S &
     CUDA_VISIBLE_DEVICES=1 VLLM_CACHE_ROOT=$HOME/.cache/vllm-gpu1 ACCELBENCH_RUN_NOTE="$note" \
-      notebook h200-validate-rerun h200 -p workload validate-512-128 &
+      notebook h200-512-256 h200 -p workload seed-512-256 -p stop_after_s $STOP_AFTER_S &
     wait
     ;;
-  scout)  # the closed-loop half; scout-rates runs the open-loop half in the next call
+  validate)  # harness vs vllm bench serve, alone on the host (about 250 s)
+    CUDA_VISIBLE_DEVICES=1 VLLM_CACHE_ROOT=$HOME/.cache/vllm-gpu1 notebook h200-validate h200 -p workload validate-512-128
+    ;;
+  scout)  # the closed-loop half; at STOP_AFTER_S=420 it reached concurrency 32 (Scout's engine starts in ~155 s)
     notebook h200x2-scout h200x2-scout -p workload scout-512-128-closed -p stop_after_s $STOP_AFTER_S
     ;;
-  scout-rates)
+  scout-c64)  # the concurrency-64 level the scout step left out
+    notebook h200x2-scout-c64 h200x2-scout -p workload scout-512-128-c64 -p stop_after_s $STOP_AFTER_S
+    ;;
+  scout-rates)  # the open-loop half (not yet run)
     notebook h200x2-scout-rates h200x2-scout -p workload scout-512-128-rates -p stop_after_s $STOP_AFTER_S
     ;;
-  *) echo "unknown step '$step': valid steps are check, h200, validate, scout, scout-rates" >&2; exit 2 ;;
+  *) echo "unknown step '$step': valid steps are check, h200, validate, scout, scout-c64, scout-rates" >&2; exit 2 ;;
 esac
-tar czf "$out/$step.tgz" outputs/results outputs/notebooks 2>/dev/null
+# only what this call wrote, in parts under the 16 MB a returned file may have
+new=$(find outputs/results -mindepth 2 -maxdepth 2 -type d -newer "$started"; find outputs/notebooks -newer "$started" -type f)
+[ -n "$new" ] && tar czf - $new | split -b 15m - "$out/$step.tgz.part"
 ls -la "$out"

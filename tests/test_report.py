@@ -289,6 +289,17 @@ def test_costs_price_each_level_from_the_instance_price(outputs):
     assert "run-c" not in set(c["run_id"])  # failed
 
 
+def test_a_partial_run_counts_like_a_completed_one_and_is_marked(outputs):
+    _save(outputs, "h200", "run-p", [("concurrency", 1, 0, 10, 20, 0)], status="partial", gpus=["NVIDIA H200"],
+          extra={"engine_effective": {"max_num_batched_tokens": 8192}})
+    assert "run-p" in set(report.costs(outputs)["run_id"]) and "run-c" not in set(report.costs(outputs)["run_id"])
+    assert "run-p" in set(report.rooflines(outputs)["run_id"])
+    assert report.runs(outputs).set_index("run_id").loc["run-p", "token_budget"] == 8192
+    shown = report.provenance_table(outputs, "run").data.set_index("Run ID")
+    assert shown.loc["run-p", "Status"] == "⚠ PARTIAL"
+    assert "2 completed, 1 partial, 1 failed" in report.overview(outputs).data
+
+
 def test_cost_at_slo_is_the_cheapest_level_meeting_the_profile(outputs):
     at = report.costs_at_slo(outputs)
     b = at[at["run_id"] == "run-b"].set_index("profile")
@@ -369,6 +380,8 @@ def test_validation_compares_harness_with_serve_levels(outputs):
     notes = report.validation_notes(outputs).data
     assert "Tokenizer: synthetic, generated" in notes and "128,256 words" in notes
     assert "matches" not in notes and "exactly the workload's" in notes
+    assert "harness clients started staggered" in notes and "harness not recorded" in notes
+    assert "server the server's default" in notes
     shown = report.validation_table(outputs).data
     assert set(shown[LABELS["level"]]) == {"concurrency 1", "concurrency 4"}
     assert LABELS["ttft_p50_ms"] in set(shown[LABELS["metric"]])

@@ -137,13 +137,13 @@ def summarize_runs(levels: pd.DataFrame, include_failed: bool = False,
                    include_fixtures: bool = False) -> pd.DataFrame:
     """metrics.summarize_levels per run, keeping the run facts (as from results.load_levels()).
 
-    Completed, non-fixture runs only unless asked; an empty frame when there is nothing to summarize.
+    Completed and partial (results.WHOLE_LEVELS), non-fixture runs only unless asked; an empty frame when there is nothing to summarize.
     """
     if levels.empty:
         return pd.DataFrame()
     df = levels
     if not include_failed and "status" in df:
-        df = df[df["status"] == "completed"]
+        df = df[df["status"].isin(results.WHOLE_LEVELS)]
     if not include_fixtures and "fixture" in df:
         df = df[~df["fixture"].fillna(False).astype(bool)]
     if df.empty:

@@ -30,17 +30,20 @@ def _run(cmd: list[str]) -> str | None:
 def git_state() -> dict[str, Any]:
     """The code's commit and whether tracked files differ from it.
 
-    A copy of the tree without .git (a remote host the study was shipped to) reports the commit it was
-    copied from through ACCELBENCH_GIT_COMMIT / ACCELBENCH_GIT_DIRTY, marked as declared, not read.
+    A copy of the tree shipped to a remote host reports the commit it was copied from through
+    ACCELBENCH_GIT_COMMIT / ACCELBENCH_GIT_DIRTY, marked as declared, not read. Where the copy also
+    carries a .git (which may be older than the files beside it), both are recorded.
     """
     root = str(paths.ROOT)
+    declared = os.environ.get("ACCELBENCH_GIT_COMMIT")
+    dirty = os.environ.get("ACCELBENCH_GIT_DIRTY")
+    declared_state = {"declared_commit": declared, "declared_dirty": None if dirty is None else dirty == "1"}
     commit = _run(["git", "-C", root, "rev-parse", "HEAD"])
     if commit:
         status = _run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"])
-        return {"commit": commit, "dirty": bool(status) if status is not None else None, "source": "git"}
-    declared = os.environ.get("ACCELBENCH_GIT_COMMIT")
-    dirty = os.environ.get("ACCELBENCH_GIT_DIRTY")
-    return {"commit": declared, "dirty": None if dirty is None else dirty == "1",
+        return {"commit": commit, "dirty": bool(status) if status is not None else None, "source": "git",
+                **(declared_state if declared else {})}
+    return {"commit": declared, "dirty": declared_state["declared_dirty"],
             "source": "declared by ACCELBENCH_GIT_COMMIT" if declared else "unavailable"}
 
 

@@ -218,8 +218,16 @@ def runs(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
     df["telemetry"] = [m.get("telemetry") for m in extra]
     df["note"] = [m.get("note") for m in extra]
     df["serve_validation"] = [m.get("serve_validation") for m in extra]
+    df["closed_loop_start"] = [closed_loop_start(m) for m in extra]
+    df["token_budget"] = [(m.get("engine_effective") or {}).get("max_num_batched_tokens") for m in extra]
     df["git_source"] = [((m.get("environment") or {}).get("git") or {}).get("source", "git") for m in extra]
     return df
+
+
+def closed_loop_start(manifest: dict[str, Any]) -> str:
+    """How the run's closed-loop clients started; runs of schema 1 (before the field) started together."""
+    workload = (manifest.get("resolved") or {}).get("workload") or {}
+    return workload.get("closed_loop_start", "simultaneous")
 
 
 def _labelled(df: pd.DataFrame, output_dir: Path | str) -> pd.DataFrame:
@@ -353,12 +361,12 @@ def pareto_front(x: Any, y: Any) -> np.ndarray:
 
 
 def pareto(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
-    """Per completed run and level: output tokens/s per user (1000 / TPOT p50) and per accelerator (output
+    """Per completed or partial run and level: output tokens/s per user (1000 / TPOT p50) and per accelerator (output
     tok/s / accelerators used), and whether the level is on its run's Pareto frontier (pareto_front)."""
     s = summary(output_dir)
     if s.empty:
         return s
-    s = s[s["status"] == "completed"].merge(runs(output_dir)[["run_id", "accelerators_used", "system"]], on="run_id")
+    s = s[s["status"].isin(results.WHOLE_LEVELS)].merge(runs(output_dir)[["run_id", "accelerators_used", "system"]], on="run_id")
     s["tok_per_s_per_user"] = 1000.0 / s["tpot_p50_ms"].where(s["tpot_p50_ms"] > 0)
     s["tok_per_s_per_accelerator"] = s["output_tok_per_s"] / s["accelerators_used"]
     s["on_frontier"] = False
@@ -384,12 +392,12 @@ def costs_at_slo(output_dir: Path | str = paths.OUTPUTS_DIR, basis: str = COST_B
 
 
 def pricings(output_dir: Path | str = paths.OUTPUTS_DIR, price_kind: str = PRICE_KIND) -> list[str]:
-    """How each (instance, accelerators used) of the completed runs is charged, under both bases
+    """How each (instance, accelerators used) of the completed or partial runs is charged, under both bases
     (cost.Pricing.explain); a sentence saying why where it cannot be priced."""
     r = runs(output_dir)
     if r.empty:
         return []
-    r = r[r["status"] == "completed"]
+    r = r[r["status"].isin(results.WHOLE_LEVELS)]
     instances = params.load_instances()
     lines = []
     for (name, n), _ in r.groupby(["instance", "accelerators_used"], sort=False):
@@ -404,7 +412,7 @@ def pricings(output_dir: Path | str = paths.OUTPUTS_DIR, price_kind: str = PRICE
 
 
 def rooflines(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
-    """roofline.run_rooflines (completed runs, from the params in each manifest), labelled."""
+    """roofline.run_rooflines (completed and partial runs, from the params in each manifest), labelled."""
     r = roofline.run_rooflines(output_dir)
     return _labelled(r, output_dir) if not r.empty else r
 
@@ -435,7 +443,7 @@ def seed_audit(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
 
 
 def recommendations(output_dir: Path | str = paths.OUTPUTS_DIR, include_projections: bool = False) -> pd.DataFrame:
-    """recommend.recommend over the completed, non-fixture runs (and the seeds' projections if asked).
+    """recommend.recommend over the completed or partial, non-fixture runs (and the seeds' projections if asked).
 
     The summary goes in costed (_priced): recommend's own costing drops the cost columns when no run has a
     price (only local-cpu runs), and then fails."""
@@ -445,11 +453,11 @@ def recommendations(output_dir: Path | str = paths.OUTPUTS_DIR, include_projecti
 
 
 def unmeasured(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
-    """Every scenario in params/scenarios/ without a completed, non-fixture run, with what the seeds project
+    """Every scenario in params/scenarios/ without a completed or partial, non-fixture run, with what the seeds project
     for its instance and model (recommend.projection_candidates): the headline figures and the scaling
     table's peak, one row per seed document; "no seed projection" where there is none."""
     r = runs(output_dir)
-    done = set(r.loc[(r["status"] == "completed") & ~r["fixture"], "scenario"]) if not r.empty else set()
+    done = set(r.loc[r["status"].isin(results.WHOLE_LEVELS) & ~r["fixture"], "scenario"]) if not r.empty else set()
     fixtures = set(r.loc[r["fixture"], "scenario"]) if not r.empty else set()
     proj = recommend.projection_candidates(price_kind=PRICE_KIND)
     rows = []
@@ -481,13 +489,13 @@ def unmeasured(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
 
 
 def glance(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
-    """Per completed run: latency at its lowest concurrency, its peak output throughput, its lowest energy
+    """Per completed or partial run: latency at its lowest concurrency, its peak output throughput, its lowest energy
     per token (NaN where not measured) and, per SLO profile of its model, the cost at the cheapest level
     meeting it (costs_at_slo), in columns usd_at_slo:<profile>."""
     s = summary(output_dir)
     if s.empty:
         return s
-    s = s[s["status"] == "completed"]
+    s = s[s["status"].isin(results.WHOLE_LEVELS)]
     rows = []
     for (run_id, run_label), g in s.groupby(["run_id", "run_label"], sort=False):
         closed = g[g["level_kind"] == "concurrency"]
@@ -560,14 +568,17 @@ def overview(output_dir: Path | str = paths.OUTPUTS_DIR) -> Markdown:
     r = runs(output_dir)
     if r.empty:
         return message(f"{NO_RUNS} Looked in `{_shown(paths.results_dir(Path(output_dir)))}`.")
-    failed = int((r["status"] != "completed").sum())
+    counts = r["status"].value_counts()
+    statuses = ", ".join(f"{int(counts.get(st, 0))} {st}" for st in results.STATUSES
+                         if st == "completed" or counts.get(st, 0))
     systems = "\n".join(f"- **{s}**: {len(g)} run(s) ({', '.join(g['run_label'])})"
                         for s, g in r.groupby("system", sort=False))
     fixtures = int(r["fixture"].sum())
     fixture_text = (f" **{fixtures} fixture run(s)** (made-up data for testing, not measurements) are shown, "
                     "marked [fixture], and left out of the recommendations and the seed audit." if fixtures else "")
     return message(f"**{len(r)} run(s)** read from `{_shown(paths.results_dir(Path(output_dir)))}`: "
-                   f"{len(r) - failed} completed, {failed} failed (marked in Provenance). "
+                   f"{statuses} (marked in Provenance; a partial run stopped at its time bound between levels, "
+                   "and its levels are used like a completed run's). "
                    f"Scenarios: {', '.join(sorted(r['scenario'].unique()))}.{fixture_text}\n\n"
                    f"Measured on (from each run's manifest):\n\n{systems}")
 
@@ -830,12 +841,21 @@ def validation_notes(output_dir: Path | str = paths.OUTPUTS_DIR) -> Markdown:
                      f"{tok.get('words')}, {tok.get('pre_tokenizer')}, {tok.get('special_tokens_added')} special "
                      "tokens "
                      "added): no model hub was reachable")
+        command = sv.get("server_command") or []
+        server_budget = (command[command.index("--max-num-batched-tokens") + 1]
+                         if "--max-num-batched-tokens" in command else "the server's default")
+        text += (f"; harness clients started {run['closed_loop_start']} (bench serve's start together); "
+                 f"tokens per scheduler step: harness {_budget(run['token_budget'])}, server {server_budget}")
         match = sv.get("server_tokens_match_workload")
         if match is not None:
             text += ("; the server counted exactly the workload's prompt and output tokens per request" if match else
                      "; ⚠ the server's token counts per request differ from the workload's")
         lines.append(text + ".")
     return message("\n".join(lines))
+
+
+def _budget(value: Any) -> str:
+    return f"{int(value)}" if pd.notna(value) else "not recorded (AsyncLLM's default for the run's vLLM version)"
 
 
 def validation_table(output_dir: Path | str = paths.OUTPUTS_DIR) -> Styler | Markdown:

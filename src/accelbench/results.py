@@ -24,6 +24,9 @@ from accelbench.errors import AccelbenchError
 # unless the workload says closed_loop_start: simultaneous; requests carry ramp_s.
 SCHEMA_VERSION = 2
 STATUSES = ("completed", "partial", "failed")
+# runs whose every saved level was measured whole: completed, or partial (stopped between levels by
+# stop_after_s). A failed run's last level may be cut short by the failure, so analyses leave it out.
+WHOLE_LEVELS = ("completed", "partial")
 
 
 def new_run_id() -> str:

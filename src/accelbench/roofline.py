@@ -210,10 +210,10 @@ def roofline_for_run(run_dir: Path | str) -> pd.DataFrame:
 
 
 def run_rooflines(output_dir: Path | str = paths.OUTPUTS_DIR, include_failed: bool = False) -> pd.DataFrame:
-    """roofline_for_run of every (completed) run under output_dir, one table."""
+    """roofline_for_run of every completed or partial run (results.WHOLE_LEVELS) under output_dir, one table."""
     parts = []
     for d in results.run_dirs(Path(output_dir)):
-        if include_failed or results.load_manifest(d).get("status") == "completed":
+        if include_failed or results.load_manifest(d).get("status") in results.WHOLE_LEVELS:
             t = roofline_for_run(d)
             if not t.empty:
                 parts.append(t)
