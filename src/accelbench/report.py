@@ -76,6 +76,7 @@ LABELS: dict[str, str] = {
     # validation
     "metric": "Metric", "harness": "Harness (in-process)", "serve": "vllm bench serve",
     "ratio": "Ratio harness / serve", "steady_output_tok_per_s": "Output throughput, steady-window definition (tok/s)",
+    "engine_ttft_mean_ms": "TTFT inside vLLM's engine, mean (ms)",
     # seed audit
     "document": "Document", "check": "Check", "claim": "Claim", "arithmetic": "Arithmetic", "holds": "Holds",
     "does_not_hold": "Does not hold", "not_checked": "Not checked (n/a)",
@@ -867,7 +868,8 @@ def validation_table(output_dir: Path | str = paths.OUTPUTS_DIR) -> Styler | Mar
     return _styled(v, ["run_label", "level", "metric", "harness", "serve", "ratio"],
                    "Harness: median over the run's repetitions, steady-state window. vllm bench serve: one pass, "
                    "every request, whole run (ramp-up and drain included), over HTTP. Ratio = harness / serve: "
-                   "TTFT and ITL ratios below 1 and throughput ratios above 1 are the cost of the HTTP path.")
+                   "TTFT and ITL ratios below 1 and throughput ratios above 1 are the cost of the HTTP path. "
+                   "Where the H200 runs differ, and why: docs/validation.md.")
 
 
 def _holds_text(holds: Any, status: str) -> str:
