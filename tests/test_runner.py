@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pandas as pd
@@ -25,11 +26,13 @@ class StandInEngine:
         self.effective = {"max_num_batched_tokens": 2048}
         self.scheduler = type("Scheduler", (), {"samples": []})()
         self.start_s = 0.0
+        self.submitted: list[tuple[str, float]] = []
 
     async def start(self) -> None:
         pass
 
     async def generate(self, request_id: str, prompt_token_ids: list[int], max_tokens: int):
+        self.submitted.append((request_id, time.perf_counter()))
         for _ in range(max_tokens):
             await asyncio.sleep(STEP_S)
             yield 1, None
@@ -82,3 +85,21 @@ def test_rate_levels_warm_up_at_the_batch_the_workload_names():
     rate_level = [level for level in plan_levels(rates) if level.kind == "rate"][0]
     assert warmup_concurrency(rate_level, rates) == 64 == warmup_concurrency(rate_level, both)
     assert warmup_concurrency(rate_level, rates.model_copy(update={"rate_warmup_concurrency": None})) == 1
+
+
+def warm_up_spread_s(closed_loop_start: str) -> float:
+    """Seconds between the first and last submission of the concurrency-4 level's warm-up."""
+    resolved = resolve("cpu", workload="cpu-smoke")
+    resolved = resolved.model_copy(update={"workload": resolved.workload.model_copy(
+        update={"closed_loop_start": closed_loop_start})})
+    engine = StandInEngine(resolved, None)
+    asyncio.run(sweep(engine, resolved, Clock(), lambda *_: None, lambda text: None))
+    (index,) = [level.index for level in plan_levels(resolved.workload) if level.label == "concurrency 4 rep 0"]
+    times = [t for request_id, t in engine.submitted if request_id.startswith(f"W{index}-")]
+    return max(times) - min(times)
+
+
+def test_warm_up_clients_start_staggered_like_the_level_they_precede():
+    # the previous level's latency is 16 tokens x 2 ms at least: 4 clients start >= 3/4 of it apart
+    assert warm_up_spread_s("staggered") >= 0.75 * 16 * STEP_S
+    assert warm_up_spread_s("simultaneous") < 0.75 * 16 * STEP_S

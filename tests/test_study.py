@@ -114,7 +114,7 @@ def test_engine_dying_mid_sweep_keeps_measured_levels_marked_failed(tmp_path, mo
     levels = pd.read_parquet(run.run_dir / "levels.parquet")
     assert levels.iloc[0]["n_errors"] == 0 and levels.iloc[0]["output_tok_per_s"] > 0
     assert levels.iloc[-1]["n_errors"] == levels.iloc[-1]["n_requests"]  # the level the engine died in
-    with pytest.raises(Exception, match="the run is failed: .* measured level\\(s\\) were saved, marked failed"):
+    with pytest.raises(Exception, match="the run failed: .* measured level\\(s\\) were saved, marked failed"):
         study.raise_if_failed(run)
 
 

@@ -148,13 +148,17 @@ async def measure_level(engine: Engine, resolved: Resolved, level: Level, clock:
     return records
 
 
-async def warm_up(engine: Engine, resolved: Resolved, level: Level, clock: Clock) -> float:
-    """Run the level's shapes once, unmeasured; return the median end-to-end latency seen (s)."""
+async def warm_up(engine: Engine, resolved: Resolved, level: Level, clock: Clock, ramp_s: float = 0.0) -> float:
+    """Run the level's shapes once, unmeasured; return the median end-to-end latency seen (s).
+
+    With `ramp_s` the clients start staggered, as the measured level's do: a prefill then shares steps
+    with other requests' decodes, and the kernels for those mixed batch sizes are compiled here too.
+    """
     w = resolved.workload
     n = max(w.warmup_requests, warmup_concurrency(level, w))
     prompts = make_prompts(n, w.input_tokens, resolved.model.vocab_size, rng_for(w.seed, 10**6 + level.index))
     records = await closed_loop(engine, prompts, warmup_concurrency(level, w), w.output_tokens, clock,
-                                f"W{level.index}")
+                                f"W{level.index}", ramp_s)
     errors = [r["error"] for r in records if r["error"]]
     if errors:
         raise RuntimeError(f"warm-up for {level.label} failed: {errors[0]}")
@@ -167,7 +171,8 @@ async def sweep(engine: Engine, resolved: Resolved, clock: Clock,
     """Measure every level; hand each level's records to `on_level(level, records, start_s, end_s)`.
 
     Each level's first repetition is preceded by a warm-up at its own concurrency; with staggered
-    closed-loop starts, clients start spread over the warm-up's median latency. A level in which
+    closed-loop starts, clients start spread over the warm-up's median latency, and the warm-up's own
+    clients over the previous level's (the first level has none to go by). A level in which
     every request failed stops the sweep (the engine is most likely dead); what was measured is kept.
     With `stop_after_s`, no level starts once the clock has passed it; the levels left out are returned.
     """
@@ -180,7 +185,7 @@ async def sweep(engine: Engine, resolved: Resolved, clock: Clock,
             return planned[i:]
         if level.repetition == 0:
             on_progress(f"warm-up for {level.kind} {level.value:g}")
-            latency_s = await warm_up(engine, resolved, level, clock)
+            latency_s = await warm_up(engine, resolved, level, clock, ramp_s)
             ramp_s = latency_s if resolved.workload.closed_loop_start == "staggered" else 0.0
         on_progress(f"measuring {level.label}: {level.num_requests} requests")
         start = clock()

@@ -200,6 +200,7 @@ def run_scenario(scenario: str, model: str | None = None, workload: str | None =
 def raise_if_failed(run: RunResult) -> RunResult:
     """End a notebook with the run's error (levels already measured are saved in run.run_dir)."""
     if run.status != "completed":
-        raise AccelbenchError(f"the run is {run.status}: {run.error}. {len(run.levels)} measured level(s) were "
-                              f"saved, marked {run.status}, in {run.run_dir}")
+        what = "the run failed" if run.status == "failed" else f"the run is {run.status}"
+        raise AccelbenchError(f"{what}: {run.error}. {len(run.levels)} measured level(s) were saved, marked "
+                              f"{run.status}, in {run.run_dir}")
     return run
