@@ -103,3 +103,10 @@ def test_warm_up_clients_start_staggered_like_the_level_they_precede():
     # the previous level's latency is 16 tokens x 2 ms at least: 4 clients start >= 3/4 of it apart
     assert warm_up_spread_s("staggered") >= 0.75 * 16 * STEP_S
     assert warm_up_spread_s("simultaneous") < 0.75 * 16 * STEP_S
+
+
+@pytest.mark.parametrize("bad", [0, -5, "600", True])
+def test_a_bound_that_is_not_a_positive_number_is_refused_before_anything_runs(tmp_path, bad):
+    with pytest.raises(AccelbenchError, match=f"stop_after_s must be a positive number of seconds .*got {bad!r}"):
+        study.run_scenario("cpu", workload="cpu-smoke", outputs_dir=tmp_path, stop_after_s=bad)
+    assert not any(tmp_path.iterdir())

@@ -138,6 +138,10 @@ def run_scenario(scenario: str, model: str | None = None, workload: str | None =
     a limited time: no level starts after it, and a run that left levels out is saved marked partial.
     """
     resolved = resolve(scenario, model, workload)  # bad names or params fail here, before anything runs
+    if stop_after_s is not None and (isinstance(stop_after_s, bool) or not isinstance(stop_after_s, (int, float))
+                                     or not stop_after_s > 0):
+        raise AccelbenchError(f"stop_after_s must be a positive number of seconds (or None for no bound), "
+                              f"got {stop_after_s!r}")
     backend = backend_module(resolved.scenario.backend)
     host = backend.check_host(resolved)  # a backend the host lacks fails here, nothing written
     outputs_dir = Path(outputs_dir)
