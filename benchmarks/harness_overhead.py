@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from accelbench import metrics
-from accelbench.engines.vllm_engine import VllmEngine
+from accelbench.engines.vllm_engine import VllmEngine, sampling_params
 from accelbench.environment import collect_environment
 from accelbench.params import resolve
 from accelbench.runner import Clock, closed_loop
@@ -31,10 +31,9 @@ from accelbench.workload import make_prompts, rng_for
 
 
 def offline_tok_per_s(engine: VllmEngine, prompts: list[list[int]], max_tokens: int, repeats: int) -> float:
-    from vllm import LLM, SamplingParams
+    from vllm import LLM
     llm = LLM(**engine.kwargs)
-    params = SamplingParams(max_tokens=max_tokens, ignore_eos=True, temperature=1.0,
-                            detokenize=False)
+    params = sampling_params(max_tokens, stream=False)  # the harness's requests, whole outputs at once
     warm = [{"prompt_token_ids": p} for p in prompts]
     llm.generate(warm, params, use_tqdm=False)  # warm-up: the same batch shape, compiled once
     rates = []

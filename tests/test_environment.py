@@ -17,5 +17,7 @@ def test_copy_without_git_reports_the_declared_commit(monkeypatch):
     monkeypatch.setenv("ACCELBENCH_GIT_DIRTY", "1")
     assert environment.git_state() == {"commit": "0123abc", "dirty": True,
                                        "source": "declared by ACCELBENCH_GIT_COMMIT"}
+    monkeypatch.setenv("ACCELBENCH_GIT_DIRTY", "true")  # not 1 or 0: unknown, not clean
+    assert environment.git_state()["dirty"] is None
     monkeypatch.delenv("ACCELBENCH_GIT_COMMIT")
     assert environment.git_state()["source"] == "unavailable"

@@ -153,6 +153,12 @@ def test_params_workload_wrong_type_names_file_and_field(tree):
     assert "cpu-smoke.yaml" in str(e.value) and "'input_tokens'" in str(e.value)
 
 
+def test_params_validation_without_closed_loop_levels_is_refused_at_load(tree):
+    _edit(tree / "workloads" / "cpu-validate.yaml", concurrency_levels=[], request_rates_per_s=[2.0])
+    with pytest.raises(AccelbenchError, match="cpu-validate.yaml.*validate_with_serve: true needs concurrency_levels"):
+        params.load_workload("cpu-validate")
+
+
 def test_params_slo_wrong_type_names_file_and_field(tree):
     path = tree / "slos.yaml"
     data = yaml.safe_load(path.read_text())

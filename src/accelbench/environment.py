@@ -31,13 +31,14 @@ def git_state() -> dict[str, Any]:
     """The code's commit and whether tracked files differ from it.
 
     A copy of the tree shipped to a remote host reports the commit it was copied from through
-    ACCELBENCH_GIT_COMMIT / ACCELBENCH_GIT_DIRTY, marked as declared, not read. Where the copy also
+    ACCELBENCH_GIT_COMMIT / ACCELBENCH_GIT_DIRTY (1 or 0; anything else records dirty as unknown),
+    marked as declared, not read. Where the copy also
     carries a .git (which may be older than the files beside it), both are recorded.
     """
     root = str(paths.ROOT)
     declared = os.environ.get("ACCELBENCH_GIT_COMMIT")
     dirty = os.environ.get("ACCELBENCH_GIT_DIRTY")
-    declared_state = {"declared_commit": declared, "declared_dirty": None if dirty is None else dirty == "1"}
+    declared_state = {"declared_commit": declared, "declared_dirty": {"0": False, "1": True}.get(dirty or "")}
     commit = _run(["git", "-C", root, "rev-parse", "HEAD"])
     if commit:
         status = _run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"])

@@ -23,6 +23,7 @@ from typing import Any
 
 from accelbench import params, paths
 from accelbench.errors import AccelbenchError
+from accelbench.runner import plan_levels
 
 RESOURCE_PREFIX = "instance:"  # a node of EC2 type T advertises {"instance:T": 1}: one benchmark per node
 NAMESPACE = "accelbench"
@@ -101,7 +102,7 @@ def plan(scenarios: str | Sequence[str], model: str | None = None, workload: str
         w = resolved.workload
         common = dict(scenario=scenario, model=model, workload=workload, model_name=resolved.model.name,
                       workload_name=w.name,
-                      levels_planned=len(w.concurrency_levels + w.request_rates_per_s) * w.repetitions)
+                      levels_planned=len(plan_levels(w)))
         labels = (instance_override or {}).get(scenario)
         if labels is None:
             jobs.append(Job(name=scenario, resource=resource_label(resolved.instance.name), **common))

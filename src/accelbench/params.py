@@ -101,6 +101,9 @@ class Workload(Frozen):
             raise ValueError(f"concurrency_levels must be >= 1, got {self.concurrency_levels}")
         if any(r <= 0 for r in self.request_rates_per_s):
             raise ValueError(f"request_rates_per_s must be > 0, got {self.request_rates_per_s}")
+        if self.validate_with_serve and not self.concurrency_levels:
+            raise ValueError("validate_with_serve: true needs concurrency_levels: bench serve is compared at "
+                             "closed-loop levels (--max-concurrency)")
         return self
 
     def requests_for_concurrency(self, concurrency: int) -> int:

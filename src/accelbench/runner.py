@@ -190,9 +190,10 @@ async def sweep(engine: Engine, resolved: Resolved, clock: Clock,
         on_progress(f"measuring {level.label}: {level.num_requests} requests")
         start = clock()
         records = await measure_level(engine, resolved, level, clock, ramp_s)
+        end = clock()
         for r in records:
             r["ramp_s"] = ramp_s if level.kind == "concurrency" else 0.0
-        on_level(level, records, start, clock())
+        on_level(level, records, start, end)
         if records and all(r["error"] for r in records):
             raise RuntimeError(f"every request of {level.label} failed, first error: {records[0]['error']}")
     return []

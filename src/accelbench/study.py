@@ -25,7 +25,7 @@ from accelbench.environment import collect_environment
 from accelbench.errors import AccelbenchError
 from accelbench.params import Resolved, resolve
 from accelbench.results import new_run_id, save_run
-from accelbench.runner import Clock, Level, sweep
+from accelbench.runner import Clock, Level, plan_levels, sweep
 
 METHOD_NOTES = ("vLLM in-process (AsyncLLM), dummy weights (load_format='dummy') from an architecture "
                 "config, prompts as random token ids (skip_tokenizer_init), ignore_eos with fixed output "
@@ -187,8 +187,7 @@ def run_scenario(scenario: str, model: str | None = None, workload: str | None =
         engine_args=engine.kwargs, engine_effective=engine.effective, engine_start_s=engine.start_s,
         method=METHOD_NOTES,
         levels_measured=len(collector.levels),
-        levels_planned=len(resolved.workload.concurrency_levels + resolved.workload.request_rates_per_s)
-        * resolved.workload.repetitions,
+        levels_planned=len(plan_levels(resolved.workload)),
         jit_compilation_levels=jit_levels(log) if log.exists() else [],
         telemetry=telemetry_source, wall_t0=clock.wall_t0,
         **({"compilation": backend.compilation_facts(host, engine_start_wall)}

@@ -484,10 +484,7 @@ def measure(resolved: Resolved, engine_kwargs: dict[str, Any], outputs_dir: Path
             on_progress: Callable[[str], None], start_timeout_s: float) -> None:
     """Start the server, run bench serve per level into `results` (and server counters into `checks`)."""
     info = out.manifest
-    levels = [float(c) for c in resolved.workload.concurrency_levels]
-    if not levels:
-        raise AccelbenchError(f"workload '{resolved.workload.name}' has validate_with_serve: true but no "
-                              "concurrency_levels; bench serve validation compares closed-loop levels")
+    levels = [float(c) for c in resolved.workload.concurrency_levels]  # params.Workload: never empty here
     cache = Path(paths.model_cache_dir(outputs_dir)).parent
     cache.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="serve-", dir=cache))  # same filesystem as results: files are moved

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import time
@@ -116,6 +117,18 @@ class SchedulerSampler:
         return Logger
 
 
+@functools.cache
+def sampling_params(max_tokens: int, stream: bool) -> Any:
+    """Every request's sampling settings, as bench serve's requests have them: ignore_eos fixes the length
+    (min_tokens would add a logits processor), no detokenization; `stream` yields deltas. One object per
+    length is shared by all requests: vLLM clones it for each request it adds."""
+    from vllm import SamplingParams
+    from vllm.sampling_params import RequestOutputKind
+    kind = RequestOutputKind.DELTA if stream else RequestOutputKind.FINAL_ONLY
+    return SamplingParams(max_tokens=max_tokens, ignore_eos=True, temperature=1.0, detokenize=False,
+                          output_kind=kind)
+
+
 class VllmEngine:
     """One AsyncLLM per run, built from a resolved scenario; shut down with `close()`."""
 
@@ -151,11 +164,7 @@ class VllmEngine:
 
     async def generate(self, request_id: str, prompt_token_ids: list[int],
                        max_tokens: int) -> AsyncIterator[tuple[int, dict[str, Any] | None]]:
-        from vllm import SamplingParams
-        from vllm.sampling_params import RequestOutputKind
-        # as bench serve's requests: ignore_eos fixes the length (min_tokens would add a logits processor)
-        params = SamplingParams(max_tokens=max_tokens, ignore_eos=True, temperature=1.0, detokenize=False,
-                                output_kind=RequestOutputKind.DELTA)
+        params = sampling_params(max_tokens, stream=True)  # inside the timed window: built once, not per request
         async for out in self.llm.generate({"prompt_token_ids": prompt_token_ids}, params, request_id):
             yield len(out.outputs[0].token_ids), (request_stats(out.metrics) if out.finished else None)
 
