@@ -96,14 +96,14 @@ def test_server_args_carry_the_engine_kwargs() -> None:
     kwargs = dict(model="/cache/models/m", load_format="dummy", skip_tokenizer_init=True, tensor_parallel_size=2,
                   dtype="bfloat16", max_model_len=512, gpu_memory_utilization=0.3, max_num_seqs=32,
                   enforce_eager=False, seed=0, disable_log_stats=False, quantization=None,
-                  limit_mm_per_prompt={"image": 0}, jit_monitor_verbose=True)
+                  limit_mm_per_prompt={"image": 0}, jit_monitor_verbose=True, enable_prefix_caching=False)
     args = validation.server_args(kwargs, Path("/cache/serve-models/m"), 8123)
     assert args[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
     assert args[3:] == [
         "--model", "/cache/serve-models/m", "--host", "127.0.0.1", "--port", "8123", "--disable-uvicorn-access-log",
         "--load-format", "dummy", "--tensor-parallel-size", "2", "--dtype", "bfloat16", "--max-model-len", "512",
-        "--gpu-memory-utilization", "0.3", "--max-num-seqs", "32", "--seed", "0",
-        "--limit-mm-per-prompt", '{"image": 0}', "--jit-monitor-verbose"]
+        "--gpu-memory-utilization", "0.3", "--max-num-seqs", "32", "--no-enforce-eager", "--seed", "0",
+        "--limit-mm-per-prompt", '{"image": 0}', "--jit-monitor-verbose", "--no-enable-prefix-caching"]
 
 
 def test_bench_args_match_the_harness_level() -> None:

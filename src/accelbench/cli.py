@@ -62,15 +62,9 @@ def fleet_run(scenarios: str = typer.Option(..., help="comma-separated scenarios
 
 
 def _print_table(df, title: str = "") -> None:
-    """A DataFrame as a rich table, or as plain text where rich is missing."""
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        if title:
-            typer.echo(title)
-        typer.echo(df.to_string(index=False) if not df.empty else "(none)")
-        return
+    """A DataFrame as a rich table."""
+    from rich.console import Console
+    from rich.table import Table
     table = Table(title=title or None, show_lines=False)
     for col in df.columns:
         table.add_column(str(col), overflow="fold")

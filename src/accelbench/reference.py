@@ -7,7 +7,6 @@ throughput"), so accelbench.audit can redo the arithmetic.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -137,7 +136,3 @@ def load_reference(name: str) -> ReferenceDocument:
 
 def load_references() -> list[ReferenceDocument]:
     return [load_reference(n) for n in reference_names()]
-
-
-def reference_file(name: str) -> Path:
-    return paths.REFERENCE_DIR / f"{name}.yaml"

@@ -444,12 +444,10 @@ def seed_audit(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
 
 
 def recommendations(output_dir: Path | str = paths.OUTPUTS_DIR, include_projections: bool = False) -> pd.DataFrame:
-    """recommend.recommend over the completed or partial, non-fixture runs (and the seeds' projections if asked).
-
-    The summary goes in costed (_priced): recommend's own costing drops the cost columns when no run has a
-    price (only local-cpu runs), and then fails."""
-    s = cost.measured_summary(output_dir)
-    return recommend.recommend(cost.cost_table(s) if not s.empty else None, include_projections=include_projections,
+    """recommend.recommend over the completed or partial, non-fixture runs (and the seeds' projections if asked),
+    costed on the report's basis (cost.run_costs)."""
+    costed = cost.run_costs(output_dir, COST_BASIS, PRICE_KIND)
+    return recommend.recommend(costed if not costed.empty else None, include_projections=include_projections,
                                basis=COST_BASIS, price_kind=PRICE_KIND)
 
 

@@ -149,10 +149,10 @@ def server_args(engine_kwargs: dict[str, Any], model_dir: Path, port: int) -> li
     args = [sys.executable, "-m", SERVER_MODULE, "--model", str(model_dir), "--host", "127.0.0.1",
             "--port", str(port), "--disable-uvicorn-access-log"]
     for key, value in engine_kwargs.items():
-        if key in NOT_SERVER_ARGS or value is None or value is False:  # False: every such flag defaults off
+        if key in NOT_SERVER_ARGS or value is None:
             continue
-        if value is True:
-            args.append(cli_flag(key))
+        if isinstance(value, bool):  # explicit both ways: some flags default on (enable_prefix_caching)
+            args.append(cli_flag(key if value else f"no_{key}"))
         elif isinstance(value, (dict, list)):
             args += [cli_flag(key), json.dumps(value)]
         else:

@@ -17,7 +17,7 @@ def write_model_dir(resolved: Resolved, cache_dir: Path) -> Path:
     return model_dir
 
 
-def base_engine_kwargs(resolved: Resolved, model_dir: Path) -> dict[str, Any]:
+def base_engine_kwargs(resolved: Resolved, model_dir: Path, jit_monitor: bool = True) -> dict[str, Any]:
     e = resolved.scenario.engine
     kwargs: dict[str, Any] = dict(
         model=str(model_dir),
@@ -31,9 +31,9 @@ def base_engine_kwargs(resolved: Resolved, model_dir: Path) -> dict[str, Any]:
         enforce_eager=e.enforce_eager,
         seed=resolved.workload.seed,
         disable_log_stats=False,  # RequestStateStats (the engine's own timings) need stats on
-        # log every JIT compile after vLLM's warm-up, not just the first: the run flags levels that had one
-        jit_monitor_verbose=True,
     )
+    if jit_monitor:  # log every JIT compile after vLLM's warm-up, not just the first: the run flags levels that had one
+        kwargs["jit_monitor_verbose"] = True
     if e.quantization:
         kwargs["quantization"] = e.quantization
     if e.max_num_batched_tokens:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -300,19 +299,18 @@ def engine_kwargs(resolved: Resolved, model_dir: Path) -> dict[str, Any]:
     """vLLM engine arguments for vllm-neuron; `model_dir` (the dummy-weights config) is not used here."""
     s = settings(resolved)
     e = resolved.scenario.engine
-    kwargs = base_engine_kwargs(resolved, checkpoint_dir(resolved))
+    # no JIT monitor: vllm-neuron 0.4.1 pins vLLM 0.13.0, whose EngineArgs predates the option, and NxDI
+    # compiles everything inside engine start (compilation_facts)
+    kwargs = base_engine_kwargs(resolved, checkpoint_dir(resolved), jit_monitor=False)
     del kwargs["load_format"]  # NxDI loads the checkpoint whatever load_format says; do not pretend otherwise
-    # vLLM's JIT monitor watches torch.compile on GPUs; vllm-neuron 0.4.1 pins vLLM 0.13.0, whose EngineArgs
-    # predates the option, and NxDI compiles everything inside engine start (compilation_facts)
-    kwargs.pop("jit_monitor_verbose", None)
     kwargs["tensor_parallel_size"] = tp_degree(resolved, s)  # the plugin sets NxDI's tp_degree from it
     # NxDI keeps a contiguous KV cache: with prefix caching off the plugin sets block_size = max_model_len
     # (platform.py, check_and_update_config), and the user guide's known issues ask for
-    # num_gpu_blocks_override >= ceil(max_model_len / block_size) * max_num_seqs: one block per sequence.
-    # vLLM V1 turns prefix caching on by default, which would switch NxDI to a block KV layout.
-    block_size = e.max_model_len
+    # num_gpu_blocks_override >= ceil(max_model_len / block_size) * max_num_seqs, which with that block size
+    # is one block per sequence. vLLM V1 turns prefix caching on by default, which would switch NxDI to a
+    # block KV layout.
     kwargs["enable_prefix_caching"] = False
-    kwargs["num_gpu_blocks_override"] = math.ceil(e.max_model_len / block_size) * e.max_num_seqs
+    kwargs["num_gpu_blocks_override"] = e.max_num_seqs
     kwargs["additional_config"] = {"override_neuron_config": override_neuron_config(resolved, s)}
     return kwargs
 
