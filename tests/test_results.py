@@ -45,3 +45,20 @@ def test_no_runs_loads_as_empty(tmp_path):
 def test_status_must_be_known(tmp_path):
     with pytest.raises(ValueError, match="status must be one of"):
         results.save_run(tmp_path, "cpu", "x", {"status": "ok"}, {})
+
+
+def test_tables_of_one_set_of_run_folders_are_built_once_and_handed_out_as_copies(tmp_path):
+    calls = []
+
+    @results.per_run_set
+    def table(outputs_dir, flag=False):
+        calls.append(flag)
+        return results.manifests(outputs_dir)
+
+    results.save_run(tmp_path, "cpu", "run-1", manifest(), {})
+    first = table(tmp_path)
+    first.loc[0, "status"] = "changed by the caller"
+    assert table(tmp_path).loc[0, "status"] == "completed" and calls == [False]
+    assert len(table(tmp_path, flag=True)) == 1 and calls == [False, True]  # other arguments, other table
+    results.save_run(tmp_path, "cpu", "run-2", manifest(), {})
+    assert len(table(tmp_path)) == 2 and calls == [False, True, False]  # a new run folder, built again

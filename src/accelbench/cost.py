@@ -152,6 +152,7 @@ def summarize_runs(levels: pd.DataFrame, include_failed: bool = False,
     return metrics.summarize_levels(df, group_by=keys)
 
 
+@results.per_run_set
 def measured_summary(output_dir: Path | str = paths.OUTPUTS_DIR, include_failed: bool = False,
                      include_fixtures: bool = False) -> pd.DataFrame:
     """summarize_runs over every run under output_dir (empty when there are none)."""

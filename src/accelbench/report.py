@@ -195,6 +195,7 @@ def system_label(m: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+@results.per_run_set
 def runs(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
     """One row per run (results.manifests) plus the label charts use, what it ran on (system_label), the
     measured accelerators, the method text, the levels during which vLLM JIT-compiled, the run's note and
@@ -241,6 +242,7 @@ def _labelled(df: pd.DataFrame, output_dir: Path | str) -> pd.DataFrame:
     return _order(out) if "level_kind" in out else out
 
 
+@results.per_run_set
 def summary(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
     """metrics.summarize_levels over every run's levels, one row per run and level, with run facts."""
     if not results.run_dirs(Path(output_dir)):  # results.connect cannot register an empty runs table

@@ -7,12 +7,14 @@ and scheduler.parquet (raw samples) and engine.log (what vLLM printed).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
 import socket
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -58,6 +60,25 @@ def save_run(outputs_dir: Path, scenario: str, run_id: str, manifest: dict[str, 
 
 def run_dirs(outputs_dir: Path = paths.OUTPUTS_DIR) -> list[Path]:
     return sorted(p.parent for p in paths.results_dir(outputs_dir).glob("*/*/manifest.json"))
+
+
+def per_run_set(fn: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
+    """Memoize a table built from the run folders under an outputs folder (fn's first argument).
+
+    Run folders are written once and never changed, so the same set of folders gives the same table:
+    the report asks for the same runs and summaries many times while rendering. Each caller gets its
+    own copy, free to change.
+    """
+    cache: dict[tuple, pd.DataFrame] = {}
+
+    @functools.wraps(fn)
+    def wrapper(outputs_dir: Path | str = paths.OUTPUTS_DIR, *args: Any, **kwargs: Any) -> pd.DataFrame:
+        key = (tuple(d.resolve() for d in run_dirs(Path(outputs_dir))), args, tuple(sorted(kwargs.items())))
+        if key not in cache:
+            cache[key] = fn(outputs_dir, *args, **kwargs)
+        return cache[key].copy()
+
+    return wrapper
 
 
 def load_manifest(run_dir: Path) -> dict[str, Any]:
