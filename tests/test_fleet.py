@@ -86,6 +86,17 @@ def test_plan_pins_each_scenario_to_its_instance_type():
     assert "cpu" not in every and {"h100", "h200", "trn2"} <= every
     with pytest.raises(AccelbenchError, match="unknown scenario 'h1000'"):
         fleet.plan("h1000")
+    with pytest.raises(AccelbenchError, match="'all' stands alone .*got all, h100"):
+        fleet.plan("all,h100")
+    with pytest.raises(AccelbenchError, match="scenario 'cpu' runs on the cpu backend.*`accelbench run cpu`"):
+        fleet.plan("cpu")
+
+
+def test_bad_retries_and_timeout_are_refused_before_any_cluster_is_reached(tmp_path):
+    with pytest.raises(AccelbenchError, match="retries must be >= 0, got -1"):
+        fleet.run_fleet(["h100"], address="127.0.0.1:1", outputs_dir=tmp_path, retries=-1)
+    with pytest.raises(AccelbenchError, match="timeout must be a positive number of seconds, got 0"):
+        fleet.run_fleet(["h100"], address="127.0.0.1:1", outputs_dir=tmp_path, timeout_s=0)
 
 
 def test_notebook_env_drops_what_ray_set_for_the_task(monkeypatch):

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from accelbench import params, paths
+from accelbench import environment, params, paths, results
 from accelbench.errors import AccelbenchError
 from accelbench.runner import plan_levels
 
@@ -84,6 +84,8 @@ def expand_scenarios(scenarios: str | Sequence[str]) -> list[str]:
     names = [s for s in names if s]
     if names == ["all"]:
         return [s for s in params.scenario_names() if params.load_scenario_file(s).backend != "cpu"]
+    if "all" in names:
+        raise AccelbenchError(f"'all' stands alone (every non-cpu scenario); got {', '.join(names)}")
     if not names:
         raise AccelbenchError(f"no scenarios given; valid: all, {', '.join(params.scenario_names())}")
     return names
@@ -104,6 +106,9 @@ def plan(scenarios: str | Sequence[str], model: str | None = None, workload: str
                       workload_name=w.name,
                       levels_planned=len(plan_levels(w)))
         labels = (instance_override or {}).get(scenario)
+        if labels is None and resolved.scenario.backend == "cpu":
+            raise AccelbenchError(f"scenario '{scenario}' runs on the cpu backend, on the machine at hand: "
+                                  f"`accelbench run {scenario}`; no fleet node offers {resolved.instance.name}")
         if labels is None:
             jobs.append(Job(name=scenario, resource=resource_label(resolved.instance.name), **common))
             continue
@@ -120,19 +125,19 @@ def _ran_on(run_dir: Path, manifest: dict[str, Any]) -> str:
 
 
 def completed_run(outputs_dir: Path, job: Job, commit: str | None) -> Path | None:
-    """A completed run of this job made by this code commit (same model, workload and node kind), if any."""
+    """A completed run of this job made by this code commit from a clean tree (same model, workload and
+    node kind), if any. A run made from uncommitted changes never counts as the commit's."""
     if not commit:  # without a commit no run can be shown to come from this code
         return None
-    for manifest_file in sorted((paths.results_dir(outputs_dir) / job.scenario).glob("*/manifest.json"),
-                                reverse=True):
-        m = json.loads(manifest_file.read_text())
-        r = m.get("resolved", {})
-        if (m.get("status") == "completed"
-                and m.get("environment", {}).get("git", {}).get("commit") == commit
+    for run_dir in reversed(results.run_dirs(outputs_dir)):
+        m = results.load_manifest(run_dir)
+        r, git = m.get("resolved", {}), m.get("environment", {}).get("git", {})
+        if (r.get("scenario", {}).get("name") == job.scenario and m.get("status") == "completed"
+                and git.get("commit") == commit and git.get("dirty") is False
                 and r.get("model", {}).get("name") == job.model_name
                 and r.get("workload", {}).get("name") == job.workload_name
-                and _ran_on(manifest_file.parent, m) == job.resource):
-            return manifest_file.parent
+                and _ran_on(run_dir, m) == job.resource):
+            return run_dir
     return None
 
 
@@ -167,19 +172,11 @@ class StatusBoard:
         return self.rows
 
 
-def _git(root: Path, *args: str) -> str | None:
-    try:
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30,
-                              check=True).stdout.strip()
-    except (subprocess.SubprocessError, OSError):
-        return None
-
-
 def check_checkout(commit: str | None) -> None:
     """The node's checkout (where its accelbench is installed) must be at the driver's commit."""
     if not commit:
         return
-    head = _git(paths.ROOT, "rev-parse", "HEAD")
+    head = environment.git_state()["commit"]
     if head != commit:
         raise AccelbenchError(
             f"node {socket.gethostname()}: the accelbench checkout {paths.ROOT} is at "
@@ -298,9 +295,9 @@ def execute_on_node(job: Job, commit: str | None, board: Any = None) -> dict[str
                     measured += 1
                     report(level=f"measuring {m['label']}", levels_done=measured - 1)
         returncode = int(exit_file.read_text()) if exit_file.exists() else -1
-        run_dirs = sorted((out_dir / "results" / job.scenario).glob("*/manifest.json"))
+        run_dirs = sorted((paths.results_dir(out_dir) / job.scenario).glob("*/manifest.json"))
         run_dir = run_dirs[-1].parent if run_dirs else None
-        manifest = json.loads((run_dir / "manifest.json").read_text()) if run_dir else {}
+        manifest = results.load_manifest(run_dir) if run_dir else {}
         status = "completed" if returncode == 0 and manifest.get("status") == "completed" else "failed"
         error = None
         if status == "failed":
@@ -458,18 +455,19 @@ def run_fleet(scenarios: str | Sequence[str], address: str | None = None,
     A scenario with a completed run from this commit is skipped unless `force`. `timeout_s` gives up on a
     scenario that has not finished that long after it was (re)submitted, e.g. one no node can take.
     """
-    from accelbench.environment import git_state
-
     outputs_dir = Path(outputs_dir)
     if retries < 0:
         raise AccelbenchError(f"retries must be >= 0, got {retries}")
+    if timeout_s is not None and timeout_s <= 0:
+        raise AccelbenchError(f"the timeout must be a positive number of seconds, got {timeout_s:g}")
     jobs = plan(scenarios, model, workload, instance_override)
-    git = git_state()
+    git = environment.git_state()
     commit = git["commit"]
     outcomes: dict[str, Outcome] = {}
     todo = []
     for job in jobs:
-        done = None if force else completed_run(outputs_dir, job, commit)
+        # uncommitted changes here: no earlier run can be shown to come from this code
+        done = None if force or git["dirty"] is not False else completed_run(outputs_dir, job, commit)
         if done:
             outcomes[job.name] = Outcome(job.scenario, job.resource, "skipped", run_dir=done)
         else:
