@@ -75,12 +75,20 @@ def _by_run(ax, df: pd.DataFrame, x: str, metrics: dict[str, str]) -> None:
     ax.legend(title="Run, statistic (bars: 95% CI)", fontsize="small")
 
 
-def _closed_loop(output_dir: Path | str) -> pd.DataFrame | Markdown:
-    s = report.summary(output_dir)
-    if s.empty:
+NO_LEVELS = {"concurrency": "No closed-loop (concurrency) levels in these runs.",
+             "rate": "No open-loop (request-rate) levels in these runs."}
+
+
+def _levels_of(df: pd.DataFrame, kind: str) -> pd.DataFrame | Markdown:
+    """The rows of one level kind, or the message saying why there is nothing to chart."""
+    if df.empty:
         return report.message(report.NOTHING)
-    closed = s[s["level_kind"] == "concurrency"]
-    return closed if not closed.empty else report.message("No closed-loop (concurrency) levels in these runs.")
+    rows = df[df["level_kind"] == kind]
+    return rows if not rows.empty else report.message(NO_LEVELS[kind])
+
+
+def _closed_loop(output_dir: Path | str) -> pd.DataFrame | Markdown:
+    return _levels_of(report.summary(output_dir), "concurrency")
 
 
 def latency_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
@@ -130,12 +138,9 @@ def throughput_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Cha
 
 def throughput_vs_rate(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
     """Open loop: output tokens/s against the offered rate, and achieved against offered request rate."""
-    s = report.summary(output_dir)
-    if s.empty:
-        return report.message(report.NOTHING)
-    opened = s[s["level_kind"] == "rate"]
-    if opened.empty:
-        return report.message("No open-loop (request-rate) levels in these runs.")
+    opened = _levels_of(report.summary(output_dir), "rate")
+    if isinstance(opened, Markdown):
+        return opened
     fig, (left, right) = _figure(2)
     _by_run(left, opened, "level_value", {"output_tok_per_s": "median"})
     _levels_axis(left, opened["level_value"])
@@ -240,12 +245,9 @@ def energy_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart |
 
 def roofline_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
     """Left: measured ITL p50 against the decode lower bound; right: ITL and throughput efficiency (%)."""
-    r = report.rooflines(output_dir)
-    if r.empty:
-        return report.message(report.NOTHING)
-    closed = r[r["level_kind"] == "concurrency"]
-    if closed.empty:
-        return report.message("No closed-loop (concurrency) levels in these runs.")
+    closed = _levels_of(report.rooflines(output_dir), "concurrency")
+    if isinstance(closed, Markdown):
+        return closed
     series = {"itl_p50_ms": "measured ITL p50", "decode_bound_ms": "decode lower bound"}
     left = closed.melt(id_vars=["run_label", "level_value"], value_vars=list(series), var_name="series",
                        value_name="ms").replace({"series": series})

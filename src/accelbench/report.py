@@ -643,8 +643,7 @@ def summary_table(output_dir: Path | str = paths.OUTPUTS_DIR, part: str = "laten
     for m in SUMMARY_COLUMNS[part]:
         columns.append(m)
         if with_ci:
-            s[f"{m}_ci"] = [f"{_number(lo)}–{_number(hi)}" if np.isfinite(lo) else np.nan
-                            for lo, hi in zip(s[f"{m}_ci_low"], s[f"{m}_ci_high"])]
+            s[f"{m}_ci"] = _ci_text(s, m)
             columns.append(f"{m}_ci")
     if part == "latency":
         return _styled(s, columns, "Median over repetitions of each level's percentile; 95% CI: percentile "
