@@ -18,8 +18,12 @@ def test_cuda_visible_devices_maps_to_nvml_indices():
     assert [g["index"] for g in cuda.select_visible(GPUS, "0,7,1")] == [0]  # CUDA stops at an invalid id
 
 
-def test_cuda_check_fails_fast_without_a_gpu():
+def test_cuda_check_fails_fast_without_a_gpu(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     with pytest.raises(AccelbenchError, match="no NVIDIA GPU: looked for an NVIDIA driver through NVML"):
+        cuda.check_host(resolve("h200"))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(AccelbenchError, match="found none that CUDA_VISIBLE_DEVICES='' leaves visible"):
         cuda.check_host(resolve("h200"))
 
 

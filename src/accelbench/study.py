@@ -85,6 +85,8 @@ class Collector:
         out_tokens = row["output_tok_per_s"] * row["window_s"]
         samples = self.sampler.samples if self.sampler else []
         row |= telemetry.summarize(samples, *window, int(round(out_tokens)))
+        # peak KV-cache use and preemptions over the whole level, ramp and drain included (a peak or a
+        # preemption there is real); energy above is per token of the steady window only
         steps = [s for s in self.engine.scheduler.samples if t0 + start_s <= s["t"] <= t0 + end_s]
         row["kv_cache_usage_max_pct"] = 100 * max(s["kv_cache_usage"] for s in steps) if steps else None
         row["preempted_requests"] = sum(s["preempted"] for s in steps)

@@ -48,10 +48,12 @@ def check_host(resolved: Resolved) -> dict[str, Any]:
     gpus = visible_gpus()
     tp = resolved.scenario.engine.tensor_parallel_size
     if not gpus:
+        mask = os.environ.get("CUDA_VISIBLE_DEVICES")
         raise AccelbenchError(
             f"scenario '{resolved.scenario.name}' needs the cuda backend, but this host has no NVIDIA GPU: "
-            "looked for an NVIDIA driver through NVML (nvidia-ml-py) and found none. Run it on a GPU "
-            "instance, or choose the 'cpu' scenario here.")
+            "looked for an NVIDIA driver through NVML (nvidia-ml-py) and found none"
+            + (f" that CUDA_VISIBLE_DEVICES={mask!r} leaves visible" if mask is not None else "")
+            + ". Run it on a GPU instance, or choose the 'cpu' scenario here.")
     if len(gpus) < tp:
         raise AccelbenchError(f"scenario '{resolved.scenario.name}' needs tensor_parallel_size={tp} GPUs, "
                               f"this host has {len(gpus)}: {[g['name'] for g in gpus]}")
