@@ -329,17 +329,11 @@ def write_back(outputs_dir: Path, job: Job, payload: dict[str, Any], attempt: in
     run_dir = notebook = None
     run_id = payload["run_id"]
     if run_id:
-        run_dir = paths.results_dir(outputs_dir) / job.scenario / run_id
-        if run_dir.exists():
-            raise AccelbenchError(f"{run_dir} already exists: results are written once, never overwritten")
-        staging = run_dir.parent / f".{run_id}.partial"
-        for rel, data in payload["run_files"].items():
-            _write_once(staging / rel, data)
         fleet = dict(job=job.name, resource=job.resource, attempt=attempt, node=payload["node"],
                      driver_commit=commit, ray_version=ray.__version__, command=payload["command"],
                      started_at=payload["started_at"], finished_at=payload["finished_at"])
-        _write_once(staging / "fleet.json", json.dumps(fleet, indent=2, default=str).encode())
-        os.rename(staging, run_dir)
+        run_dir = results.write_run_files(outputs_dir, job.scenario, run_id, {
+            **payload["run_files"], "fleet.json": json.dumps(fleet, indent=2, default=str).encode()})
     if payload["notebook"] is not None:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         name = (f"{job.scenario}-{run_id}.ipynb" if run_id else

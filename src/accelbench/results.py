@@ -41,11 +41,7 @@ def save_run(outputs_dir: Path, scenario: str, run_id: str, manifest: dict[str, 
     """Write a run folder once: staged in a hidden folder, then renamed into place; never overwritten."""
     if manifest.get("status") not in STATUSES:
         raise ValueError(f"manifest status must be one of {STATUSES}, got {manifest.get('status')!r}")
-    final = paths.results_dir(outputs_dir) / scenario / run_id
-    if final.exists():
-        raise AccelbenchError(f"{final} already exists: results are written once, never overwritten")
-    staging = final.parent / f".{run_id}.partial"
-    staging.mkdir(parents=True)
+    staging, final = _staging(outputs_dir, scenario, run_id)
     for name, df in tables.items():
         if len(df.columns):  # a run that failed before measuring has no rows to write
             df.to_parquet(staging / f"{name}.parquet", index=False)
@@ -56,6 +52,26 @@ def save_run(outputs_dir: Path, scenario: str, run_id: str, manifest: dict[str, 
     (staging / "manifest.json").write_text(json.dumps(body, indent=2, default=str))
     os.rename(staging, final)
     return final
+
+
+def write_run_files(outputs_dir: Path, scenario: str, run_id: str, files: dict[str, bytes]) -> Path:
+    """Write a run folder made elsewhere (a fleet node's) from its files' bytes, once, as save_run does."""
+    staging, final = _staging(outputs_dir, scenario, run_id)
+    for rel, data in files.items():
+        (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+        (staging / rel).write_bytes(data)
+    os.rename(staging, final)
+    return final
+
+
+def _staging(outputs_dir: Path, scenario: str, run_id: str) -> tuple[Path, Path]:
+    """A new hidden folder to write a run in, and where it goes once complete (which must not exist)."""
+    final = paths.results_dir(outputs_dir) / scenario / run_id
+    if final.exists():
+        raise AccelbenchError(f"{final} already exists: results are written once, never overwritten")
+    staging = final.parent / f".{run_id}.partial"
+    staging.mkdir(parents=True)
+    return staging, final
 
 
 def run_dirs(outputs_dir: Path = paths.OUTPUTS_DIR) -> list[Path]:
