@@ -191,9 +191,11 @@ def _processes_of(job_name: str) -> list[psutil.Process]:
 @pytest.mark.slow
 def test_fleet_gives_up_after_its_timeout_and_leaves_no_process_behind(two_types, tmp_path):
     cluster, _ = two_types
-    # 40 s: the task is inside the notebook, vLLM's engine process started, when it is cancelled
+    # 40 s: the task is inside the notebook, vLLM's engine process started, when it is cancelled. The
+    # workload lasts well past that (the sweep, then vllm serve and bench serve): cpu-smoke alone can
+    # finish in about 40 s here
     outcomes = fleet.run_fleet(["cpu"], address=cluster.address, outputs_dir=tmp_path, retries=0, progress=False,
-                               workload="cpu-smoke", instance_override={"cpu": "type-b"}, timeout_s=40)
+                               workload="cpu-validate", instance_override={"cpu": "type-b"}, timeout_s=40)
     o = outcomes["cpu@type-b"]
     assert o.status == "failed" and "did not finish within 40 s" in o.error
     _wait(lambda: not _processes_of("cpu@type-b"), 30, "the cancelled run's processes to exit")
