@@ -112,12 +112,26 @@ def test_bench_args_match_the_harness_level() -> None:
     opts = dict(zip(args[3:], args[4:]))
     assert opts["--max-concurrency"] == "4"
     assert opts["--num-prompts"] == str(r.workload.requests_for_concurrency(4)) == "12"
-    assert opts["--num-warmups"] == "4"  # max(warmup_requests=2, concurrency=4), as runner.warm_up
+    # nothing but the measured requests: the warm-up is its own run, the server is known to be up
+    assert opts["--num-warmups"] == "0" and opts["--ready-check-timeout-sec"] == "0"
     assert opts["--random-input-len"] == "64" and opts["--random-output-len"] == "16"
     assert opts["--random-range-ratio"] == "0" and opts["--request-rate"] == "inf"
     assert opts["--endpoint"] == "/v1/completions" and opts["--dataset-name"] == "random"
     assert opts["--percentile-metrics"] == "ttft,tpot,itl,e2el" and opts["--metric-percentiles"] == "50,90,99"
     assert {"--ignore-eos", "--save-result", "--save-detailed"} <= set(args)
+
+
+def test_warmup_run_matches_the_harness_warmup_with_other_prompts() -> None:
+    r = resolve("cpu", workload="cpu-validate")
+    warmup = validation.warmup_bench_args(r, Path("/m"), 8123, 4)
+    measured = validation.bench_args(r, Path("/m"), 8123, 4, Path("/out"), "serve_c4.json")
+    w_opts, m_opts = dict(zip(warmup[3:], warmup[4:])), dict(zip(measured[3:], measured[4:]))
+    assert w_opts["--num-prompts"] == "4"  # max(warmup_requests=2, concurrency=4), as runner.warm_up
+    assert w_opts["--max-concurrency"] == "4" and w_opts["--num-warmups"] == "0"
+    assert w_opts["--seed"] != m_opts["--seed"]  # no measured prompt is a prefix-cache hit
+    assert "--save-result" not in warmup
+    same = ("--random-input-len", "--random-output-len", "--endpoint", "--temperature", "--request-rate")
+    assert all(w_opts[k] == m_opts[k] for k in same)
 
 
 def test_cpu_validate_workload_turns_validation_on() -> None:
@@ -174,10 +188,16 @@ def test_prometheus_counters_sum_label_sets() -> None:
         'vllm:time_to_first_token_seconds_bucket{engine="0",le="0.02",model_name="m"} 9.0',
         'vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 0.17',
         'vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 10.0',
+        'vllm:request_prefill_time_seconds_sum{engine="0",model_name="m"} 0.12',
+        'vllm:request_prefill_time_seconds_count{engine="0",model_name="m"} 10.0',
+        'vllm:request_queue_time_seconds_sum{engine="0",model_name="m"} 0.01',
+        'vllm:request_queue_time_seconds_count{engine="0",model_name="m"} 10.0',
+        'vllm:request_decode_time_seconds_sum{engine="0",model_name="m"} 3.0',
     ])
     counters = validation.prometheus_counters(text)
     assert counters == {"prompt_tokens": 640.0, "generation_tokens": 160.0, "requests": 10.0,
-                        "ttft_sum_s": 0.17, "ttft_count": 10.0}
+                        "ttft_sum_s": 0.17, "ttft_count": 10.0, "prefill_sum_s": 0.12, "prefill_count": 10.0,
+                        "queue_sum_s": 0.01, "queue_count": 10.0}
     assert validation.per_request({"prompt_tokens": 640.0, "requests": 10.0}, "prompt_tokens") == 64.0
     assert validation.per_count(counters, "ttft_sum_s", "ttft_count") == 0.017
     assert np.isnan(validation.per_request({}, "prompt_tokens"))
@@ -266,8 +286,13 @@ def test_failed_validation_is_returned_not_raised(tmp_path: Path, monkeypatch: p
 
 
 def test_levels_measured_before_a_failure_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = []
+
     def fake_bench(args: list[str], env: dict, log_path: Path, server: validation.Server) -> None:
         opts = dict(zip(args[3:], args[4:]))
+        runs.append((opts["--max-concurrency"], "--save-result" in args))
+        if "--save-result" not in args:  # the warm-up run
+            return
         if opts["--max-concurrency"] == "4":
             raise AccelbenchError("bench serve exited with code 1")
         (Path(opts["--result-dir"]) / opts["--result-filename"]).write_text(json.dumps(BENCH_RESULT))
@@ -280,6 +305,7 @@ def test_levels_measured_before_a_failure_are_kept(tmp_path: Path, monkeypatch: 
     assert out.manifest["status"] == "failed" and "exited with code 1" in out.error
     assert out.tables["serve_levels"]["level_value"].tolist() == [1.0] and out.manifest["levels"] == [1.0]
     assert "serve_c1.json" in out.files and "serve_c4.json" not in out.files
+    assert runs == [("1", False), ("1", True), ("4", False), ("4", True)]  # each level warmed up first
     assert out.manifest["server_tokens_match_workload"] is False  # counters unreadable: not confirmed
 
 
@@ -307,11 +333,14 @@ def test_cpu_validate_run_saves_serve_levels(tmp_path: Path) -> None:
     assert serve["level_value"].tolist() == [1.0, 4.0]
     assert (serve["output_tok_per_s"] > 0).all() and (serve["n_errors"] == 0).all()
     assert (serve["server_prompt_tokens_per_request"] == 64).all()
+    # the server's counters cover the measured requests alone: the warm-up ran before they were read
+    assert serve["server_requests"].tolist() == serve["n_requests"].tolist() == [6, 12]
     for name in ("serve_c1.json", "serve_c4.json", "serve_server.log", "serve_requests.parquet"):
         assert (run.run_dir / name).exists()
     table = validation.compare(metrics.summarize_levels(pd.read_parquet(run.run_dir / "levels.parquet")), serve)
-    assert len(table) == 2 * 8 and np.isfinite(table["ratio"]).all()
-    assert (table.loc[table["metric"] == "engine_ttft_mean_ms", "serve"] > 0).all()
+    assert len(table) == 2 * 10 and np.isfinite(table["ratio"]).all()
+    for metric in ("engine_ttft_mean_ms", "engine_prefill_mean_ms"):
+        assert (table.loc[table["metric"] == metric, "serve"] > 0).all()
     # the server ran with the token budget the in-process engine had (vLLM's defaults differ by entry point)
     budget = manifest["engine_effective"]["max_num_batched_tokens"]
     command = sv["server_command"]

@@ -118,6 +118,9 @@ def level_row(level: pd.DataFrame) -> dict[str, Any]:
         row |= dict(ttft_engine_diff_p50_ms=float(diff.median()), ttft_engine_diff_p99_ms=float(diff.quantile(0.99)),
                     ttft_engine_absdiff_p50_ms=float(diff.abs().median()),
                     engine_ttft_mean_ms=float(sel["engine_first_token_latency_s"].mean() * 1e3))
+    for column, raw in (("engine_queue_mean_ms", "engine_queued_s"), ("engine_prefill_mean_ms", "engine_prefill_s")):
+        if raw in sel and sel[raw].notna().any():
+            row[column] = float(sel[raw].mean() * 1e3)
     if "engine_num_preemptions" in level:
         row["num_preemptions"] = int(level["engine_num_preemptions"].fillna(0).sum())
     kind = level["level_kind"].iloc[0]
@@ -173,7 +176,7 @@ def summarize_levels(levels: pd.DataFrame, group_by: tuple[str, ...] = ("level_k
         row["max_cv"] = float(np.nanmax(cvs)) if np.isfinite(cvs).any() else np.nan
         row["unstable"] = bool(np.nan_to_num(row["max_cv"]) > CV_LIMIT)
         for extra in ("ttft_engine_diff_p50_ms", "ttft_engine_diff_p99_ms", "ttft_engine_absdiff_p50_ms",
-                      "engine_ttft_mean_ms",
+                      "engine_ttft_mean_ms", "engine_queue_mean_ms", "engine_prefill_mean_ms",
                       "num_preemptions", "preempted_requests", "offered_rate_per_s", "achieved_rate_per_s",
                       "power_mean_w", "j_per_output_token", "gpu_util_mean_pct", "memory_used_max_gb",
                       "kv_cache_usage_max_pct"):

@@ -77,6 +77,8 @@ LABELS: dict[str, str] = {
     "metric": "Metric", "harness": "Harness (in-process)", "serve": "vllm bench serve",
     "ratio": "Ratio harness / serve", "steady_output_tok_per_s": "Output throughput, steady-window definition (tok/s)",
     "engine_ttft_mean_ms": "TTFT inside vLLM's engine, mean (ms)",
+    "engine_queue_mean_ms": "Wait for the scheduler, engine-side mean (ms)",
+    "engine_prefill_mean_ms": "Prefill (scheduled to first token), engine-side mean (ms)",
     # seed audit
     "document": "Document", "check": "Check", "claim": "Claim", "arithmetic": "Arithmetic", "holds": "Holds",
     "does_not_hold": "Does not hold", "not_checked": "Not checked (n/a)",

@@ -52,6 +52,7 @@ LATENCY_NAMES = {"ttft": "ttft", "itl": "itl", "tpot": "tpot", "e2el": "e2e"}  #
 COMPARED = ("output_tok_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "tpot_p50_ms")
 SERVER_START_TIMEOUT_S = 1200.0  # dummy weights, but CUDA-graph capture and compilation of big models take minutes
 BENCH_TIMEOUT_S = 3600.0
+WARMUP_SEED_OFFSET = 7919  # warm-up prompts come from another seed than the measured ones
 STOP_TIMEOUT_S = 60.0
 LOG_TAIL_CHARS = 3000
 # engine kwargs the server does not take as they are: it must tokenize text, and it logs stats by default
@@ -66,8 +67,9 @@ METHODS_TEXT = (
     "differs by entry point: 2048 for AsyncLLM, 8192 for the OpenAI server on GPUs), and `vllm bench "
     "serve` (random dataset, "
     "/v1/completions, streaming, ignore_eos, request rate inf) measures each concurrency level with "
-    "--max-concurrency equal to the level and as many prompts as the harness sent, after a warm-up of as "
-    "many requests as the harness's. No model hub is reachable, so a synthetic word-level tokenizer is "
+    "--max-concurrency equal to the level and as many prompts as the harness sent, after a warm-up run "
+    "of as many requests as the harness's warm-up (a separate bench serve run at the same concurrency, "
+    "its prompts from another seed, so no measured prompt is a prefix-cache hit). No model hub is reachable, so a synthetic word-level tokenizer is "
     "generated for the model's vocabulary (token i is the word 't<i>', words split on whitespace, no "
     "special tokens added), so every prompt of N random ids decodes to text that encodes back to exactly "
     "N ids. What still differs: (1) the serving path: the client sends text over HTTP, the API server "
@@ -80,11 +82,13 @@ METHODS_TEXT = (
     "included, and its percentiles cover every request, while the harness reports the steady window "
     "(first completion to last submission); the row steady_output_tok_per_s recomputes the harness's "
     "definition from bench serve's own per-request timings; (5) repetitions: bench serve runs each level "
-    "once, the harness's figures are medians over its repetitions. The row engine_ttft_mean_ms compares TTFT "
-    "as each side's vLLM engine measures it (arrival in AsyncLLM to first token): the harness's "
-    "RequestStateStats against the server's own /metrics histogram (vllm:time_to_first_token_seconds, "
-    "every request of the bench run, warm-ups included); where it agrees and bench serve's TTFT does not, "
-    "the difference lies outside the engine, in the HTTP path. Ratios are harness / serve: TTFT and "
+    "once, the harness's figures are medians over its repetitions. The rows engine_*_mean_ms compare what "
+    "each side's vLLM engine measures itself: the harness's RequestStateStats against the server's own "
+    "/metrics histograms read before and after the measured run (its requests only). engine_ttft_mean_ms "
+    "runs from the request's arrival to its first token; on the server, arrival is stamped before the "
+    "prompt text is tokenized. engine_queue_mean_ms is the wait for the scheduler, engine_prefill_mean_ms "
+    "the time from being scheduled to the first token, the GPU's part. Where the prefill rows agree and "
+    "bench serve's TTFT does not, the difference lies in the serving path, outside the GPU's work. Ratios are harness / serve: TTFT and "
     "ITL ratios below 1 and throughput ratios above 1 are the cost of the HTTP path. On the cpu scenario "
     "the API server, its engine core and the client share a few cores with the engine's busy threads: "
     "streamed tokens often reach the client in one burst at the end of a request (TTFT close to E2E, ITL "
@@ -167,7 +171,30 @@ def warmup_requests(resolved: Resolved, concurrency: int) -> int:
 
 def bench_args(resolved: Resolved, model_dir: Path, port: int, concurrency: int, result_dir: Path,
                result_filename: str) -> list[str]:
-    """`vllm bench serve` at one closed-loop concurrency level, same shape and request count as the harness."""
+    """`vllm bench serve` at one closed-loop concurrency level, same shape and request count as the harness.
+
+    Nothing but the measured requests: its own warm-up would repeat the first measured prompt (a
+    prefix-cache hit), and the server is known to be up, so no ready-check request either. The server's
+    /metrics read around this run then cover exactly the measured requests.
+    """
+    w = resolved.workload
+    return bench_common(resolved, model_dir, port, concurrency) + [
+        "--num-prompts", str(w.requests_for_concurrency(concurrency)), "--seed", str(w.seed + concurrency),
+        "--num-warmups", "0", "--ready-check-timeout-sec", "0",
+        "--save-result", "--save-detailed", "--result-dir", str(result_dir), "--result-filename", result_filename,
+    ]
+
+
+def warmup_bench_args(resolved: Resolved, model_dir: Path, port: int, concurrency: int) -> list[str]:
+    """The warm-up run before a level: as many requests as the harness's warm-up, at the level's
+    concurrency, with prompts of another seed than the measured ones (no prefix-cache hits later)."""
+    w = resolved.workload
+    return bench_common(resolved, model_dir, port, concurrency) + [
+        "--num-prompts", str(warmup_requests(resolved, concurrency)),
+        "--seed", str(w.seed + concurrency + WARMUP_SEED_OFFSET), "--num-warmups", "0"]
+
+
+def bench_common(resolved: Resolved, model_dir: Path, port: int, concurrency: int) -> list[str]:
     w = resolved.workload
     return [
         sys.executable, "-c", BENCH_DRIVER,
@@ -175,12 +202,8 @@ def bench_args(resolved: Resolved, model_dir: Path, port: int, concurrency: int,
         "--model", str(model_dir), "--tokenizer", str(model_dir),
         "--dataset-name", "random", "--random-input-len", str(w.input_tokens),
         "--random-output-len", str(w.output_tokens), "--random-range-ratio", "0", "--random-prefix-len", "0",
-        "--ignore-eos", "--temperature", "1.0", "--request-rate", "inf",
-        "--max-concurrency", str(concurrency), "--num-prompts", str(w.requests_for_concurrency(concurrency)),
-        "--num-warmups", str(warmup_requests(resolved, concurrency)), "--seed", str(w.seed + concurrency),
-        "--percentile-metrics", "ttft,tpot,itl,e2el",
-        "--metric-percentiles", ",".join(str(p) for p in PERCENTILES),
-        "--save-result", "--save-detailed", "--result-dir", str(result_dir), "--result-filename", result_filename,
+        "--ignore-eos", "--temperature", "1.0", "--request-rate", "inf", "--max-concurrency", str(concurrency),
+        "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", ",".join(str(p) for p in PERCENTILES),
         "--label", "accelbench-validate", "--disable-tqdm",
     ]
 
@@ -284,7 +307,17 @@ COUNTERS = {"vllm:prompt_tokens_total": "prompt_tokens", "vllm:generation_tokens
             # the server engine's own TTFT (arrival in its AsyncLLM to first token), the quantity the
             # harness reads from RequestStateStats: the part of bench serve's TTFT spent inside vLLM
             "vllm:time_to_first_token_seconds_sum": "ttft_sum_s",
-            "vllm:time_to_first_token_seconds_count": "ttft_count"}
+            "vllm:time_to_first_token_seconds_count": "ttft_count",
+            # its parts, as RequestStateStats splits them: waiting (queued -> scheduled) and the prefill
+            # (scheduled -> first token), observed when a request finishes
+            "vllm:request_queue_time_seconds_sum": "queue_sum_s",
+            "vllm:request_queue_time_seconds_count": "queue_count",
+            "vllm:request_prefill_time_seconds_sum": "prefill_sum_s",
+            "vllm:request_prefill_time_seconds_count": "prefill_count"}
+# harness summary column -> serve_levels column, histogram (sum, count) keys: the engine-side rows of compare
+ENGINE_SIDE = {"engine_ttft_mean_ms": ("server_engine_ttft_mean_ms", "ttft_sum_s", "ttft_count"),
+               "engine_queue_mean_ms": ("server_engine_queue_mean_ms", "queue_sum_s", "queue_count"),
+               "engine_prefill_mean_ms": ("server_engine_prefill_mean_ms", "prefill_sum_s", "prefill_count")}
 
 
 def prometheus_counters(text: str) -> dict[str, float]:
@@ -410,8 +443,9 @@ def compare(harness_summary: pd.DataFrame, serve_levels: pd.DataFrame) -> pd.Dat
       metric       output_tok_per_s, ttft_p50_ms, ttft_p99_ms, itl_p50_ms, itl_p99_ms, tpot_p50_ms,
                    steady_output_tok_per_s (serve side recomputed with the harness's steady-window
                    definition from bench serve's per-request timings; present when the JSON has them), and
-                   engine_ttft_mean_ms (TTFT as each side's vLLM engine measures it: the harness's
-                   RequestStateStats against the server's /metrics histogram, warm-ups included there)
+                   and the ENGINE_SIDE rows engine_ttft_mean_ms, engine_queue_mean_ms, engine_prefill_mean_ms
+                   (as each side's vLLM engine measures them: the harness's RequestStateStats against the
+                   server's /metrics histograms over the measured requests)
       harness      the harness's figure (median over repetitions, from metrics.summarize_levels)
       serve        bench serve's figure (its own definitions: whole-run throughput, every request)
       ratio        harness / serve (NaN where serve is 0 or missing)
@@ -424,8 +458,7 @@ def compare(harness_summary: pd.DataFrame, serve_levels: pd.DataFrame) -> pd.Dat
     pairs = [(m, m, m) for m in COMPARED]
     if "steady_output_tok_per_s" in s:
         pairs.append(("steady_output_tok_per_s", "output_tok_per_s", "steady_output_tok_per_s"))
-    if "server_engine_ttft_mean_ms" in s and "engine_ttft_mean_ms" in h:
-        pairs.append(("engine_ttft_mean_ms", "engine_ttft_mean_ms", "server_engine_ttft_mean_ms"))
+    pairs += [(h_col, h_col, s_col) for h_col, (s_col, _, _) in ENGINE_SIDE.items() if s_col in s and h_col in h]
     rows = []
     for level in sorted(set(h.index) & set(s.index)):
         for name, h_col, s_col in pairs:
@@ -501,11 +534,13 @@ def measure(resolved: Resolved, engine_kwargs: dict[str, Any], outputs_dir: Path
         info["server_start_s"] = server.start_s
         for c in levels:
             name = f"serve_c{c:g}"
+            warmup = warmup_bench_args(resolved, model_dir, port, int(c))
             args = bench_args(resolved, model_dir, port, int(c), work, f"{name}.json")
-            info["bench_commands"].append(args[:2] + ["<BENCH_DRIVER>"] + args[3:])
-            out.files[f"{name}.log"] = work / f"{name}.log"
-            on_progress(f"validation: bench serve at concurrency {c:g}: "
-                        f"{resolved.workload.requests_for_concurrency(int(c))} requests")
+            info["bench_commands"] += [a[:2] + ["<BENCH_DRIVER>"] + a[3:] for a in (warmup, args)]
+            out.files[f"{name}.log"] = work / f"{name}.log"  # the warm-up's output, then the measured run's
+            on_progress(f"validation: bench serve at concurrency {c:g}: {warmup_requests(resolved, int(c))} "
+                        f"warm-up requests, then {resolved.workload.requests_for_concurrency(int(c))} measured")
+            run_bench(warmup, env, work / f"{name}.log", server)
             before = server.counters()
             run_bench(args, env, work / f"{name}.log", server)
             after = server.counters()
@@ -525,13 +560,14 @@ def tabulate(resolved: Resolved, out: ServeValidation, results: dict[float, dict
     if not results:
         return
     table = levels_from_results(results)
+    table["server_requests"] = [checks.get(c, {}).get("requests", np.nan) for c in table["level_value"]]
     for col, key in (("server_prompt_tokens_per_request", "prompt_tokens"),
                      ("server_output_tokens_per_request", "generation_tokens")):
         table[col] = [per_request(checks.get(c, {}), key) for c in table["level_value"]]
-    # every request of the bench run, its warm-ups included (the histogram cannot tell them apart)
-    table["server_engine_ttft_mean_ms"] = [1e3 * per_count(checks.get(c, {}), "ttft_sum_s", "ttft_count")
-                                           for c in table["level_value"]]
-    # warm-ups repeat the first prompt, so every request the server counted should have the workload's shape
+    # the measured requests alone: the warm-up ran as its own bench serve before the counters were read
+    for column, key, count in ENGINE_SIDE.values():
+        table[column] = [1e3 * per_count(checks.get(c, {}), key, count) for c in table["level_value"]]
+    # every request the server counted should have the workload's shape
     w = resolved.workload
     out.manifest["server_tokens_match_workload"] = bool(
         (table["server_prompt_tokens_per_request"] == w.input_tokens).all()
