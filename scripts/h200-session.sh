@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The exact calls behind the committed H200 results. Runs ON an offline H200 host, from the project
 # root, after ../shared/gpu-host's staged install (vLLM 0.24.0 on the host's torch 2.11 / CUDA 13).
-#   scripts/h200-session.sh check|h200|validate|scout|scout-c64|scout-rates OUTDIR
+#   scripts/h200-session.sh check|h200|validate|idle|scout|scout-c64|scout-rates OUTDIR
 # STOP_AFTER_S (default 420) bounds the sweeps that could outrun one 10-minute call: no level starts
 # after it (seconds from the run's start, engine start included), and such a run is saved marked partial.
 # Each step executes notebooks/run_scenario.ipynb with papermill, as a user on a GPU instance would,
@@ -47,6 +47,9 @@ print('vllm', vllm.__version__, 'torch', torch.__version__, 'gpus', torch.cuda.d
   validate)  # harness vs vllm bench serve, alone on the host (about 250 s)
     CUDA_VISIBLE_DEVICES=1 VLLM_CACHE_ROOT=$HOME/.cache/vllm-gpu1 notebook h200-validate h200 -p workload validate-512-128
     ;;
+  idle)  # prefill time with and without idle engine time before each request (about 150 s)
+    notebook h200-idle h200 -p workload idle-512-128
+    ;;
   scout)  # the closed-loop half; at STOP_AFTER_S=420 it reached concurrency 32 (Scout's engine starts in ~155 s)
     notebook h200x2-scout h200x2-scout -p workload scout-512-128-closed -p stop_after_s $STOP_AFTER_S
     ;;
@@ -56,7 +59,7 @@ print('vllm', vllm.__version__, 'torch', torch.__version__, 'gpus', torch.cuda.d
   scout-rates)  # the open-loop half (not yet run)
     notebook h200x2-scout-rates h200x2-scout -p workload scout-512-128-rates -p stop_after_s $STOP_AFTER_S
     ;;
-  *) echo "unknown step '$step': valid steps are check, h200, validate, scout, scout-c64, scout-rates" >&2; exit 2 ;;
+  *) echo "unknown step '$step': valid steps are check, h200, validate, idle, scout, scout-c64, scout-rates" >&2; exit 2 ;;
 esac
 # only what this call wrote, in parts under the 16 MB a returned file may have
 new=$(find outputs/results -mindepth 2 -maxdepth 2 -type d -newer "$started"; find outputs/notebooks -newer "$started" -type f)

@@ -363,17 +363,16 @@ def test_a_fixture_run_is_shown_marked_and_kept_out_of_recommendations(outputs):
 
 
 def test_validation_compares_harness_with_serve_levels(outputs):
-    harness = report.summary(outputs)
-    b = harness[harness["run_id"] == "run-b"]
-    serve = b[["level_kind", "level_value", *validation.COMPARED]].copy()
-    serve[list(validation.COMPARED)] *= 2  # bench serve twice the harness on every figure
     tokenizer = {"synthetic": True, "type": "WordLevel", "vocab_size": 128256, "words": "t0..t128255",
                  "pre_tokenizer": "WhitespaceSplit", "special_tokens_added": 0}
     _save(outputs, "h200", "run-v", [("concurrency", 1, 0, 10, 20, 0), ("concurrency", 4, 0, 10, 50, 0)],
           gpus=["NVIDIA H200"], extra={"serve_validation": {"status": "completed", "levels": [1.0, 4.0],
                                                              "tokenizer": tokenizer,
-                                                             "server_tokens_match_workload": True}},
-          tables={"serve_levels": serve})
+                                                             "server_tokens_match_workload": True}})
+    run_dir = Path(report.runs(outputs).set_index("run_id").loc["run-v", "run_dir"])
+    serve = validation.harness_side(pd.read_parquet(run_dir / "requests.parquet"))[list(validation.COMPARED)]
+    serve = (serve * 2).reset_index().assign(level_kind="concurrency")  # bench serve twice the harness everywhere
+    serve.to_parquet(run_dir / "serve_levels.parquet")
     v = report.validations(outputs)
     assert set(v["run_id"]) == {"run-v"} and len(v) == 2 * len(validation.COMPARED)
     assert v["ratio"].to_numpy() == pytest.approx(np.full(len(v), 0.5))

@@ -205,34 +205,50 @@ def test_prometheus_counters_sum_label_sets() -> None:
 
 # --- compare ----------------------------------------------------------------------------------------
 
-def test_compare_gives_harness_over_serve_ratios() -> None:
-    harness = pd.DataFrame([
-        dict(level_kind="concurrency", level_value=1.0, output_tok_per_s=100.0, ttft_p50_ms=10.0, ttft_p99_ms=20.0,
-             itl_p50_ms=5.0, itl_p99_ms=8.0, tpot_p50_ms=5.0),
-        dict(level_kind="concurrency", level_value=4.0, output_tok_per_s=300.0, ttft_p50_ms=12.0, ttft_p99_ms=30.0,
-             itl_p50_ms=6.0, itl_p99_ms=9.0, tpot_p50_ms=6.0),
-        dict(level_kind="rate", level_value=4.0, output_tok_per_s=1.0, ttft_p50_ms=1.0, ttft_p99_ms=1.0,
-             itl_p50_ms=1.0, itl_p99_ms=1.0, tpot_p50_ms=1.0),
-    ])
+def harness_level(value: float, repetition: int, scale: float = 1.0, kind: str = "concurrency") -> list[dict]:
+    """Two requests of 3 tokens, one after the other: sent at 0 and 0.3 s, tokens 0.1 s apart (x scale)."""
+    rows = []
+    for i, (submit, first) in enumerate(((0.0, 0.1), (0.3, 0.5))):
+        times = [scale * (first + 0.1 * k) for k in range(3)]
+        rows.append(dict(request_id=f"{value}-{repetition}-{i}", submit_s=scale * submit, first_token_s=times[0],
+                         end_s=times[-1], chunk_times_s=times, chunk_tokens=[1, 1, 1], input_tokens=4,
+                         output_tokens=3, error=None, level_kind=kind, level_value=value, repetition=repetition,
+                         engine_first_token_latency_s=0.09 * scale, engine_queued_s=0.001, engine_prefill_s=0.08))
+    return rows
+
+
+def test_compare_holds_both_sides_to_bench_serve_definitions() -> None:
+    requests = pd.DataFrame(harness_level(1.0, 0) + harness_level(4.0, 0) + harness_level(4.0, 1, scale=2.0)
+                            + harness_level(2.0, 0, kind="rate"))
     serve = pd.DataFrame([
-        dict(level_kind="concurrency", level_value=1.0, output_tok_per_s=80.0, ttft_p50_ms=20.0, ttft_p99_ms=40.0,
-             itl_p50_ms=5.0, itl_p99_ms=10.0, tpot_p50_ms=4.0, steady_output_tok_per_s=125.0),
-        dict(level_kind="concurrency", level_value=4.0, output_tok_per_s=0.0, ttft_p50_ms=24.0, ttft_p99_ms=60.0,
-             itl_p50_ms=3.0, itl_p99_ms=np.nan, tpot_p50_ms=12.0, steady_output_tok_per_s=600.0),
+        dict(level_kind="concurrency", level_value=1.0, output_tok_per_s=2 * 6 / 0.7, ttft_p50_ms=300.0,
+             ttft_p99_ms=np.nan, itl_p50_ms=100.0, itl_p99_ms=50.0, tpot_p50_ms=0.0,
+             steady_output_tok_per_s=6 / 0.7, server_engine_ttft_mean_ms=45.0, server_engine_prefill_mean_ms=80.0),
+        dict(level_kind="concurrency", level_value=4.0, output_tok_per_s=1.0, ttft_p50_ms=225.0, ttft_p99_ms=1.0,
+             itl_p50_ms=1.0, itl_p99_ms=1.0, tpot_p50_ms=150.0, steady_output_tok_per_s=1.0,
+             server_engine_ttft_mean_ms=1.0, server_engine_prefill_mean_ms=1.0),
         dict(level_kind="concurrency", level_value=8.0, output_tok_per_s=1.0, ttft_p50_ms=1.0, ttft_p99_ms=1.0,
-             itl_p50_ms=1.0, itl_p99_ms=1.0, tpot_p50_ms=1.0, steady_output_tok_per_s=1.0),
+             itl_p50_ms=1.0, itl_p99_ms=1.0, tpot_p50_ms=1.0, steady_output_tok_per_s=1.0,
+             server_engine_ttft_mean_ms=1.0, server_engine_prefill_mean_ms=1.0),
     ])
-    out = validation.compare(harness, serve)
+    out = validation.compare(requests, serve)
     assert list(out.columns) == ["concurrency", "metric", "harness", "serve", "ratio"]
     assert sorted(out["concurrency"].unique()) == [1.0, 4.0]  # 8 only served, rates never compared
+    h = out.set_index(["concurrency", "metric"])["harness"]
     r = out.set_index(["concurrency", "metric"])["ratio"]
-    assert r[(1.0, "output_tok_per_s")] == 1.25 and r[(1.0, "ttft_p50_ms")] == 0.5
-    assert r[(1.0, "ttft_p99_ms")] == 0.5 and r[(1.0, "itl_p50_ms")] == 1.0 and r[(1.0, "itl_p99_ms")] == 0.8
-    assert r[(1.0, "tpot_p50_ms")] == 1.25 and r[(1.0, "steady_output_tok_per_s")] == 0.8
-    assert r[(4.0, "itl_p50_ms")] == 2.0 and r[(4.0, "tpot_p50_ms")] == 0.5
-    assert r[(4.0, "steady_output_tok_per_s")] == 0.5
-    assert np.isnan(r[(4.0, "output_tok_per_s")]) and np.isnan(r[(4.0, "itl_p99_ms")])  # serve 0 or missing
-    assert validation.compare(harness, serve.iloc[0:0]).empty
+    # bench serve's definitions on the harness side: 6 tokens from the first send (0) to the last token (0.7 s),
+    # TTFT of every request (100 and 200 ms), every gap between tokens (100 ms)
+    assert h[(1.0, "output_tok_per_s")] == pytest.approx(6 / 0.7) and r[(1.0, "output_tok_per_s")] == pytest.approx(0.5)
+    assert h[(1.0, "ttft_p50_ms")] == pytest.approx(150.0) and r[(1.0, "ttft_p50_ms")] == pytest.approx(0.5)
+    assert h[(1.0, "itl_p50_ms")] == pytest.approx(100.0) and r[(1.0, "itl_p99_ms")] == pytest.approx(2.0)
+    assert np.isnan(r[(1.0, "ttft_p99_ms")]) and np.isnan(r[(1.0, "tpot_p50_ms")])  # serve missing or 0
+    assert r[(1.0, "steady_output_tok_per_s")] == pytest.approx(1.0)  # no steady window: the whole level
+    assert r[(1.0, "engine_ttft_mean_ms")] == pytest.approx(2.0) and r[(1.0, "engine_prefill_mean_ms")] == 1.0
+    assert (1.0, "engine_queue_mean_ms") not in r  # the server's histogram is absent: no row
+    # two repetitions: the median (here the mean) of each figure; the second ran at half the pace
+    assert h[(4.0, "output_tok_per_s")] == pytest.approx((6 / 0.7 + 6 / 1.4) / 2)
+    assert h[(4.0, "ttft_p50_ms")] == pytest.approx(225.0) and h[(4.0, "tpot_p50_ms")] == pytest.approx(150.0)
+    assert validation.compare(requests, serve.iloc[0:0]).empty
 
 
 def test_methods_text_names_the_differences() -> None:
@@ -337,7 +353,7 @@ def test_cpu_validate_run_saves_serve_levels(tmp_path: Path) -> None:
     assert serve["server_requests"].tolist() == serve["n_requests"].tolist() == [6, 12]
     for name in ("serve_c1.json", "serve_c4.json", "serve_server.log", "serve_requests.parquet"):
         assert (run.run_dir / name).exists()
-    table = validation.compare(metrics.summarize_levels(pd.read_parquet(run.run_dir / "levels.parquet")), serve)
+    table = validation.compare(pd.read_parquet(run.run_dir / "requests.parquet"), serve)
     assert len(table) == 2 * 10 and np.isfinite(table["ratio"]).all()
     for metric in ("engine_ttft_mean_ms", "engine_prefill_mean_ms"):
         assert (table.loc[table["metric"] == metric, "serve"] > 0).all()

@@ -429,14 +429,15 @@ def _serve_runs(output_dir: Path | str) -> pd.DataFrame:
 
 def validations(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
     """Per run validated against `vllm bench serve` (its manifest has serve_validation and the run folder
-    serve_levels.parquet): validation.compare of the run's harness summary against bench serve, per
+    serve_levels.parquet): validation.compare of the run's raw requests against bench serve, per
     concurrency level and metric."""
-    s, parts = summary(output_dir), []
+    parts = []
     for _, run in _serve_runs(output_dir).iterrows():
         serve_file = Path(run["run_dir"]) / "serve_levels.parquet"
         if not serve_file.exists():
             continue
-        c = validation.compare(s[s["run_id"] == run["run_id"]], pd.read_parquet(serve_file))
+        c = validation.compare(pd.read_parquet(Path(run["run_dir"]) / "requests.parquet"),
+                               pd.read_parquet(serve_file))
         parts.append(c.assign(run_id=run["run_id"], run_label=run["run_label"]))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
@@ -867,8 +868,10 @@ def validation_table(output_dir: Path | str = paths.OUTPUTS_DIR) -> Styler | Mar
     v["metric"] = v["metric"].map(lambda m: LABELS.get(m, m))
     v["level"] = [level_label("concurrency", c) for c in v["concurrency"]]
     return _styled(v, ["run_label", "level", "metric", "harness", "serve", "ratio"],
-                   "Harness: median over the run's repetitions, steady-state window. vllm bench serve: one pass, "
-                   "every request, whole run (ramp-up and drain included), over HTTP. Ratio = harness / serve: "
+                   "Both sides under bench serve's definitions: every request of the level, throughput from the "
+                   "first request sent to the last token (harness: median over the run's repetitions; bench "
+                   "serve: one pass, over HTTP). The steady-window row applies the harness's own definition "
+                   "(first completion to last submission) to both. Ratio = harness / serve: "
                    "TTFT and ITL ratios below 1 and throughput ratios above 1 are the cost of the HTTP path. "
                    "Where the H200 runs differ, and why: docs/validation.md.")
 

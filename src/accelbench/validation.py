@@ -78,10 +78,13 @@ METHODS_TEXT = (
     "(2) the client: bench serve is a separate process that times requests with aiohttp, the harness "
     "times them in the engine's process; (3) prompts: bench serve's random dataset uses runs of "
     "consecutive token ids, the harness uniformly random ids (no effect on the work with dummy weights); "
-    "(4) definitions: bench serve's throughput is all output tokens over the whole run, ramp-up and drain "
-    "included, and its percentiles cover every request, while the harness reports the steady window "
-    "(first completion to last submission); the row steady_output_tok_per_s recomputes the harness's "
-    "definition from bench serve's own per-request timings; (5) repetitions: bench serve runs each level "
+    "(4) definitions: the comparison holds both sides to bench serve's: throughput is all output tokens "
+    "from the first request sent to the last token, ramp-up and drain included, and percentiles cover every "
+    "request; the harness's side is computed from its raw requests (elsewhere in this report the harness "
+    "uses its steady window, first completion to last submission). The row steady_output_tok_per_s holds "
+    "both to that steady window instead, bench serve's recomputed from its own per-request timings. With "
+    "clients that start together and fixed output lengths, requests move in waves, and a window bounded by "
+    "single requests can start and end at different phases of a wave; (5) repetitions: bench serve runs each level "
     "once, the harness's figures are medians over its repetitions. The rows engine_*_mean_ms compare what "
     "each side's vLLM engine measures itself: the harness's RequestStateStats against the server's own "
     "/metrics histograms read before and after the measured run (its requests only). engine_ttft_mean_ms "
@@ -435,36 +438,63 @@ def levels_from_results(results: dict[float, dict[str, Any]]) -> pd.DataFrame:
 
 # --- the comparison the report shows ----------------------------------------------------------------
 
-def compare(harness_summary: pd.DataFrame, serve_levels: pd.DataFrame) -> pd.DataFrame:
+def bench_definitions(level: pd.DataFrame) -> dict[str, float]:
+    """One (level, repetition) of harness requests (metrics.request_table) under bench serve's definitions:
+    every successful request, throughput over the whole level (first request sent to last token), plus the
+    harness's own steady-window throughput and the engine-side means over every request."""
+    ok = level[level["error"].isna()]
+    if ok.empty:
+        return {}
+    span = float(ok["end_s"].max() - level["submit_s"].min())
+    row: dict[str, float] = dict(output_tok_per_s=float(ok["output_tokens"].sum()) / max(span, 1e-9),
+                                 steady_output_tok_per_s=metrics.level_row(level)["output_tok_per_s"])
+    row |= metrics.describe(ok["ttft_ms"], "ttft") | metrics.describe(metrics.chunk_gaps_ms(ok), "itl")
+    row |= metrics.describe(ok["tpot_ms"], "tpot")
+    for column, raw in (("engine_ttft_mean_ms", "engine_first_token_latency_s"),
+                        ("engine_queue_mean_ms", "engine_queued_s"), ("engine_prefill_mean_ms", "engine_prefill_s")):
+        if raw in ok and ok[raw].notna().any():
+            row[column] = float(ok[raw].mean() * 1e3)
+    return row
+
+
+def harness_side(requests: pd.DataFrame) -> pd.DataFrame:
+    """bench_definitions per closed-loop level of a run's raw requests, median over its repetitions."""
+    req = metrics.request_table(requests[requests["level_kind"] == "concurrency"])
+    rows = [{"level_value": key[0], "repetition": key[1], **bench_definitions(g)}
+            for key, g in req.groupby(["level_value", "repetition"], sort=True)]
+    if not rows:
+        return pd.DataFrame()
+    return pd.DataFrame(rows).drop(columns="repetition").groupby("level_value").median()
+
+
+def compare(harness_requests: pd.DataFrame, serve_levels: pd.DataFrame) -> pd.DataFrame:
     """Harness vs `vllm bench serve`, one row per (concurrency level, metric), for levels both measured.
 
-    Columns:
-      concurrency  closed-loop level (clients with one request in flight)
-      metric       output_tok_per_s, ttft_p50_ms, ttft_p99_ms, itl_p50_ms, itl_p99_ms, tpot_p50_ms,
-                   steady_output_tok_per_s (serve side recomputed with the harness's steady-window
-                   definition from bench serve's per-request timings; present when the JSON has them), and
-                   and the ENGINE_SIDE rows engine_ttft_mean_ms, engine_queue_mean_ms, engine_prefill_mean_ms
-                   (as each side's vLLM engine measures them: the harness's RequestStateStats against the
-                   server's /metrics histograms over the measured requests)
-      harness      the harness's figure (median over repetitions, from metrics.summarize_levels)
-      serve        bench serve's figure (its own definitions: whole-run throughput, every request)
-      ratio        harness / serve (NaN where serve is 0 or missing)
+    Each row holds both sides to one definition. The COMPARED metrics use bench serve's: every request of
+    the level, throughput over the whole level; the harness side is computed from its raw requests
+    (bench_definitions, median over repetitions). steady_output_tok_per_s uses the harness's own steady
+    window (first completion to last submission) on both sides, serve's recomputed from its per-request
+    timings. The ENGINE_SIDE rows (engine_ttft_mean_ms, engine_queue_mean_ms, engine_prefill_mean_ms) are
+    what each side's vLLM engine measures: RequestStateStats against the server's /metrics histograms.
+
+    Columns: concurrency, metric, harness, serve, ratio (harness / serve; NaN where serve is 0 or missing).
     """
     columns = ["concurrency", "metric", "harness", "serve", "ratio"]
-    if harness_summary.empty or serve_levels.empty:
+    if harness_requests.empty or serve_levels.empty:
         return pd.DataFrame(columns=columns)
-    h = harness_summary[harness_summary["level_kind"] == "concurrency"].set_index("level_value")
+    h = harness_side(harness_requests)
     s = serve_levels[serve_levels["level_kind"] == "concurrency"].set_index("level_value")
-    pairs = [(m, m, m) for m in COMPARED]
+    pairs = [(m, m) for m in COMPARED]
     if "steady_output_tok_per_s" in s:
-        pairs.append(("steady_output_tok_per_s", "output_tok_per_s", "steady_output_tok_per_s"))
-    pairs += [(h_col, h_col, s_col) for h_col, (s_col, _, _) in ENGINE_SIDE.items() if s_col in s and h_col in h]
+        pairs.append(("steady_output_tok_per_s", "steady_output_tok_per_s"))
+    pairs += [(h_col, s_col) for h_col, (s_col, _, _) in ENGINE_SIDE.items() if s_col in s]
     rows = []
     for level in sorted(set(h.index) & set(s.index)):
-        for name, h_col, s_col in pairs:
-            hv, sv = float(h.at[level, h_col]), float(s.at[level, s_col])
+        for h_col, s_col in pairs:
+            hv = float(h.at[level, h_col]) if h_col in h else np.nan
+            sv = float(s.at[level, s_col])
             ratio = hv / sv if np.isfinite(sv) and sv != 0 else np.nan
-            rows.append(dict(concurrency=level, metric=name, harness=hv, serve=sv, ratio=ratio))
+            rows.append(dict(concurrency=level, metric=h_col, harness=hv, serve=sv, ratio=ratio))
     return pd.DataFrame(rows, columns=columns)
 
 
