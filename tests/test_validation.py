@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from accelbench import metrics, validation
+from accelbench import validation
 from accelbench.errors import AccelbenchError
 from accelbench.params import resolve
 

@@ -137,7 +137,8 @@ def summarize_runs(levels: pd.DataFrame, include_failed: bool = False,
                    include_fixtures: bool = False) -> pd.DataFrame:
     """metrics.summarize_levels per run, keeping the run facts (as from results.load_levels()).
 
-    Completed and partial (results.WHOLE_LEVELS), non-fixture runs only unless asked; an empty frame when there is nothing to summarize.
+    Completed and partial (results.WHOLE_LEVELS), non-fixture runs only unless asked; an empty frame when
+    there is nothing to summarize.
     """
     if levels.empty:
         return pd.DataFrame()

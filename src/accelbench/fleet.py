@@ -295,8 +295,8 @@ def execute_on_node(job: Job, commit: str | None, board: Any = None) -> dict[str
                     measured += 1
                     report(level=f"measuring {m['label']}", levels_done=measured - 1)
         returncode = int(exit_file.read_text()) if exit_file.exists() else -1
-        run_dirs = sorted((paths.results_dir(out_dir) / job.scenario).glob("*/manifest.json"))
-        run_dir = run_dirs[-1].parent if run_dirs else None
+        run_dirs = [d for d in results.run_dirs(out_dir) if d.parent.name == job.scenario]
+        run_dir = run_dirs[-1] if run_dirs else None
         manifest = results.load_manifest(run_dir) if run_dir else {}
         status = "completed" if returncode == 0 and manifest.get("status") == "completed" else "failed"
         error = None

@@ -24,6 +24,10 @@ SUMMARY_METRICS = (
 )
 CV_LIMIT = 0.05
 LEVEL_KEYS = ["level_kind", "level_value", "repetition"]
+# vLLM's RequestStateStats per request (runner records) -> the mean a level reports: arrival to first token,
+# waiting for the scheduler, scheduled to first token
+ENGINE_MEANS = {"engine_ttft_mean_ms": "engine_first_token_latency_s", "engine_queue_mean_ms": "engine_queued_s",
+                "engine_prefill_mean_ms": "engine_prefill_s"}
 
 
 def request_table(records: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
@@ -116,17 +120,20 @@ def level_row(level: pd.DataFrame) -> dict[str, Any]:
     if "engine_first_token_latency_s" in sel and sel["engine_first_token_latency_s"].notna().any():
         diff = sel["ttft_ms"] - sel["engine_first_token_latency_s"] * 1e3
         row |= dict(ttft_engine_diff_p50_ms=float(diff.median()), ttft_engine_diff_p99_ms=float(diff.quantile(0.99)),
-                    ttft_engine_absdiff_p50_ms=float(diff.abs().median()),
-                    engine_ttft_mean_ms=float(sel["engine_first_token_latency_s"].mean() * 1e3))
-    for column, raw in (("engine_queue_mean_ms", "engine_queued_s"), ("engine_prefill_mean_ms", "engine_prefill_s")):
-        if raw in sel and sel[raw].notna().any():
-            row[column] = float(sel[raw].mean() * 1e3)
+                    ttft_engine_absdiff_p50_ms=float(diff.abs().median()))
+    row |= engine_means(sel)
     if "engine_num_preemptions" in level:
         row["num_preemptions"] = int(level["engine_num_preemptions"].fillna(0).sum())
     kind = level["level_kind"].iloc[0]
     offered, achieved, saturated = saturation(level) if kind == "rate" else (np.nan, np.nan, False)
     row |= dict(offered_rate_per_s=offered, achieved_rate_per_s=achieved, saturated=saturated)
     return row
+
+
+def engine_means(requests: pd.DataFrame) -> dict[str, float]:
+    """Means (ms) of vLLM's own per-request timings (ENGINE_MEANS), where the engine reported them."""
+    return {column: float(requests[raw].mean() * 1e3) for column, raw in ENGINE_MEANS.items()
+            if raw in requests and requests[raw].notna().any()}
 
 
 def level_table(requests: pd.DataFrame) -> pd.DataFrame:
@@ -176,7 +183,7 @@ def summarize_levels(levels: pd.DataFrame, group_by: tuple[str, ...] = ("level_k
         row["max_cv"] = float(np.nanmax(cvs)) if np.isfinite(cvs).any() else np.nan
         row["unstable"] = bool(np.nan_to_num(row["max_cv"]) > CV_LIMIT)
         for extra in ("ttft_engine_diff_p50_ms", "ttft_engine_diff_p99_ms", "ttft_engine_absdiff_p50_ms",
-                      "engine_ttft_mean_ms", "engine_queue_mean_ms", "engine_prefill_mean_ms",
+                      *ENGINE_MEANS,
                       "num_preemptions", "preempted_requests", "offered_rate_per_s", "achieved_rate_per_s",
                       "power_mean_w", "j_per_output_token", "gpu_util_mean_pct", "memory_used_max_gb",
                       "kv_cache_usage_max_pct"):
