@@ -282,6 +282,19 @@ def test_server_that_never_answers_times_out_and_is_killed(tmp_path: Path) -> No
     assert not alive(child)
 
 
+def test_failed_bench_run_is_named_with_its_log(tmp_path: Path) -> None:
+    class LiveServer:
+        log_path = tmp_path / "server.log"
+
+        def dead(self) -> bool:
+            return False
+
+    args = [sys.executable, "-c", "print('no endpoint'); raise SystemExit(2)"]
+    with pytest.raises(AccelbenchError, match=r"warm-up run at concurrency 4 exited with code 2(.|\n)*no endpoint"):
+        validation.run_bench(args, {}, tmp_path / "serve_c4.log", LiveServer(),
+                             what="bench serve's warm-up run at concurrency 4")
+
+
 def alive(pid: int) -> bool:
     """Running, not a zombie (an orphan killed here may wait for a container's init to reap it)."""
     status = Path(f"/proc/{pid}/status")
@@ -304,7 +317,8 @@ def test_failed_validation_is_returned_not_raised(tmp_path: Path, monkeypatch: p
 def test_levels_measured_before_a_failure_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs = []
 
-    def fake_bench(args: list[str], env: dict, log_path: Path, server: validation.Server) -> None:
+    def fake_bench(args: list[str], env: dict, log_path: Path, server: validation.Server,
+                   what: str = "bench serve") -> None:
         opts = dict(zip(args[3:], args[4:]))
         runs.append((opts["--max-concurrency"], "--save-result" in args))
         if "--save-result" not in args:  # the warm-up run

@@ -350,8 +350,9 @@ def per_count(delta: dict[str, float], key: str, count: str) -> float:
 
 
 def run_bench(args: list[str], env: dict[str, str], log_path: Path, server: Server,
-              timeout_s: float = BENCH_TIMEOUT_S) -> None:
-    """Run one bench serve invocation; fail naming the cause if it fails, times out or the server dies."""
+              timeout_s: float = BENCH_TIMEOUT_S, what: str = "bench serve") -> None:
+    """Run one bench serve invocation (`what` names it in errors); fail naming the cause if it fails, times
+    out or the server dies."""
     t0 = time.perf_counter()
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL,
@@ -359,16 +360,16 @@ def run_bench(args: list[str], env: dict[str, str], log_path: Path, server: Serv
     try:
         while proc.poll() is None:
             if server.dead():
-                raise AccelbenchError(f"the vLLM server died during bench serve; its log "
+                raise AccelbenchError(f"the vLLM server died during {what}; its log "
                                       f"({server.log_path.name}) ends:\n{log_tail(server.log_path)}")
             if time.perf_counter() - t0 > timeout_s:
-                raise AccelbenchError(f"bench serve did not finish within {timeout_s:.0f} s; its log "
+                raise AccelbenchError(f"{what} did not finish within {timeout_s:.0f} s; its log "
                                       f"({log_path.name}) ends:\n{log_tail(log_path)}")
             time.sleep(0.5)
     finally:
         stop_process_group(proc, timeout_s=10)
     if proc.returncode != 0:
-        raise AccelbenchError(f"bench serve exited with code {proc.returncode}; its log ({log_path.name}) "
+        raise AccelbenchError(f"{what} exited with code {proc.returncode}; its log ({log_path.name}) "
                               f"ends:\n{log_tail(log_path)}")
 
 
@@ -567,7 +568,8 @@ def measure(resolved: Resolved, engine_kwargs: dict[str, Any], outputs_dir: Path
             out.files[f"{name}.log"] = work / f"{name}.log"  # the warm-up's output, then the measured run's
             on_progress(f"validation: bench serve at concurrency {c:g}: {warmup_requests(resolved, int(c))} "
                         f"warm-up requests, then {resolved.workload.requests_for_concurrency(int(c))} measured")
-            run_bench(warmup, env, work / f"{name}.log", server)
+            run_bench(warmup, env, work / f"{name}.log", server,
+                      what=f"bench serve's warm-up run at concurrency {c:g}")
             before = server.counters()
             run_bench(args, env, work / f"{name}.log", server)
             after = server.counters()
