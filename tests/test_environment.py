@@ -1,6 +1,8 @@
 """Provenance of the code: the commit git reads, and the one a shipped copy declares."""
 
-from accelbench import environment
+import subprocess
+
+from accelbench import environment, paths
 
 
 def test_git_checkout_records_its_commit_and_a_declared_one_beside_it(monkeypatch):
@@ -21,3 +23,21 @@ def test_copy_without_git_reports_the_declared_commit(monkeypatch):
     assert environment.git_state()["dirty"] is None
     monkeypatch.delenv("ACCELBENCH_GIT_COMMIT")
     assert environment.git_state()["source"] == "unavailable"
+
+
+def test_dirty_means_changed_code_not_changed_outputs(tmp_path, monkeypatch):
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    (tmp_path / "outputs" / "notebooks").mkdir(parents=True)
+    (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "outputs" / "notebooks" / "cpu.ipynb").write_text("{}\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    monkeypatch.delenv("ACCELBENCH_GIT_COMMIT", raising=False)
+    (tmp_path / "outputs" / "notebooks" / "cpu.ipynb").write_text('{"executing": true}\n')  # papermill's own output
+    assert environment.git_state()["dirty"] is False
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert environment.git_state()["dirty"] is True

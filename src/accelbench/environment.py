@@ -28,7 +28,7 @@ def _run(cmd: list[str]) -> str | None:
 
 
 def git_state() -> dict[str, Any]:
-    """The code's commit and whether tracked files differ from it.
+    """The code's commit and whether tracked files outside outputs/ differ from it.
 
     A copy of the tree shipped to a remote host reports the commit it was copied from through
     ACCELBENCH_GIT_COMMIT / ACCELBENCH_GIT_DIRTY (1 or 0; anything else records dirty as unknown),
@@ -41,7 +41,10 @@ def git_state() -> dict[str, Any]:
     declared_state = {"declared_commit": declared, "declared_dirty": {"0": False, "1": True}.get(dirty or "")}
     commit = _run(["git", "-C", root, "rev-parse", "HEAD"])
     if commit:
-        status = _run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"])
+        # outputs/ holds what runs produce, not code: a run writing its own notebook there (papermill does,
+        # from its first cell) must not mark itself as made from changed code
+        status = _run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no", "--", ".",
+                       ":(exclude)outputs"])
         return {"commit": commit, "dirty": bool(status) if status is not None else None, "source": "git",
                 **(declared_state if declared else {})}
     return {"commit": declared, "dirty": declared_state["declared_dirty"],
