@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The exact calls behind the committed H200 results. Runs ON an offline H200 host, from the project
 # root, after ../shared/gpu-host's staged install (vLLM 0.24.0 on the host's torch 2.11 / CUDA 13).
-#   scripts/h200-session.sh check|h200|validate|idle|scout|scout-c64|scout-rates OUTDIR
+#   scripts/h200-session.sh check|h200|validate|idle|serving-path|scout|scout-c64|scout-rates OUTDIR
 # STOP_AFTER_S (default 420) bounds the sweeps that could outrun one 10-minute call: no level starts
 # after it (seconds from the run's start, engine start included), and such a run is saved marked partial.
 # Each step executes notebooks/run_scenario.ipynb with papermill, as a user on a GPU instance would,
@@ -50,6 +50,13 @@ print('vllm', vllm.__version__, 'torch', torch.__version__, 'gpus', torch.cuda.d
   idle)  # prefill time with and without idle engine time before each request (about 150 s)
     notebook h200-idle h200 -p workload idle-512-128
     ;;
+  serving-path)  # where bench serve's concurrency-1 TTFT goes: benchmarks/serving_path.py (about 5 min)
+    mkdir -p outputs/benchmarks/serving_path-h200
+    python3 benchmarks/serving_path.py --scenario h200 --workload validate-512-128 \
+      --out outputs/benchmarks/serving_path-h200 > "$out/serving-path.log" 2>&1
+    echo "serving-path: exit $?"
+    grep -v -e '^(' -e '^INFO' -e '^WARNING' -e '^\[W' "$out/serving-path.log" > outputs/benchmarks/serving_path-h200/output.txt
+    ;;
   scout)  # the closed-loop half; at STOP_AFTER_S=420 it reached concurrency 32 (Scout's engine starts in ~155 s)
     notebook h200x2-scout h200x2-scout -p workload scout-512-128-closed -p stop_after_s $STOP_AFTER_S
     ;;
@@ -59,9 +66,10 @@ print('vllm', vllm.__version__, 'torch', torch.__version__, 'gpus', torch.cuda.d
   scout-rates)  # the open-loop half (not yet run)
     notebook h200x2-scout-rates h200x2-scout -p workload scout-512-128-rates -p stop_after_s $STOP_AFTER_S
     ;;
-  *) echo "unknown step '$step': valid steps are check, h200, validate, idle, scout, scout-c64, scout-rates" >&2; exit 2 ;;
+  *) echo "unknown step '$step': valid steps are check, h200, validate, idle, serving-path, scout, scout-c64, scout-rates" >&2; exit 2 ;;
 esac
 # only what this call wrote, in parts under the 16 MB a returned file may have
-new=$(find outputs/results -mindepth 2 -maxdepth 2 -type d -newer "$started"; find outputs/notebooks -newer "$started" -type f)
+new=$(find outputs/results -mindepth 2 -maxdepth 2 -type d -newer "$started"; find outputs/notebooks -newer "$started" -type f
+     find outputs/benchmarks -mindepth 1 -maxdepth 1 -newer "$started")
 [ -n "$new" ] && tar czf - $new | split -b 15m - "$out/$step.tgz.part"
 ls -la "$out"

@@ -1,0 +1,260 @@
+"""Serving path: where `vllm bench serve`'s TTFT at concurrency 1 goes that the harness's does not.
+
+One process, one run, one engine configuration, the workload's prompt and output lengths. Each variant
+sends --requests requests one at a time, after warm-up requests of its own, every prompt new (no
+prefix-cache hits):
+
+  in-process             the harness: AsyncLLM in this process, token ids in, token ids out (baseline)
+  in-process, gap G ms   the same, with the client waiting G ms between requests: the engine idles
+                         before each prefill, as it does behind a server for one HTTP round trip
+  server, token ids      vLLM's OpenAI server on loopback; a minimal streaming client in this process
+                         sends each prompt as token ids (no tokenization on the server)
+  server, text           the same client sends each prompt as text (the synthetic tokenizer's words)
+  server, bench serve    `vllm bench serve` against the same server, as the validation runs it
+
+For each: the client's TTFT, its first inter-token gap and the later ones, and the engine's own means
+(arrival to first token, queue, prefill = scheduled to first token): RequestStateStats in process, the
+server's /metrics histograms read before and after the variant. Ratios and differences are against the
+in-process baseline measured in the same run.
+
+    python benchmarks/serving_path.py --scenario cpu --workload cpu-validate --requests 6
+    python benchmarks/serving_path.py --scenario h200 --workload validate-512-128 --out outputs/benchmarks/serving_path-h200
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import http.client
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from accelbench import metrics, paths, validation
+from accelbench.engines import backend_module
+from accelbench.engines.vllm_engine import VllmEngine
+from accelbench.environment import collect_environment
+from accelbench.params import Resolved, resolve
+from accelbench.runner import Clock, one_request
+from accelbench.workload import make_prompts, rng_for
+
+BASELINE = "in-process"
+# engine-side means: in-process from RequestStateStats (seconds), on the server from /metrics (sum, count)
+ENGINE = {"engine_ttft_ms": ("engine_first_token_latency_s", "ttft_sum_s", "ttft_count"),
+          "engine_queue_ms": ("engine_queued_s", "queue_sum_s", "queue_count"),
+          "engine_prefill_ms": ("engine_prefill_s", "prefill_sum_s", "prefill_count")}
+
+
+# --- in process ---------------------------------------------------------------------------------------
+
+async def in_process(engine: VllmEngine, prompts: list[list[int]], max_tokens: int, clock: Clock,
+                     name: str, gap_s: float) -> list[dict[str, Any]]:
+    records = []
+    for i, prompt in enumerate(prompts):
+        records.append(await one_request(engine, f"{name}-{i}", prompt, max_tokens, clock))
+        if gap_s:
+            await asyncio.sleep(gap_s)
+    return records
+
+
+async def in_process_variants(resolved: Resolved, cache: Path, prompts: dict[str, list[list[int]]],
+                              warm: list[list[int]], gaps_ms: list[float], n_warm: int,
+                              clock: Clock) -> tuple[list, dict]:
+    engine = VllmEngine(resolved, cache)
+    await engine.start()
+    max_tokens = resolved.workload.output_tokens
+    records = []
+    try:
+        for name, gap_ms in [(BASELINE, 0.0)] + [(f"in-process, gap {g:g} ms", g) for g in gaps_ms]:
+            await in_process(engine, warm[:n_warm], max_tokens, clock, f"warm-{name}", gap_ms / 1e3)
+            warm = warm[n_warm:]
+            for r in await in_process(engine, prompts[name], max_tokens, clock, name, gap_ms / 1e3):
+                records.append({**r, "variant": name})
+    finally:
+        engine.close()
+    return records, engine.serve_kwargs()
+
+
+# --- the server and a minimal streaming client ----------------------------------------------------------
+
+def completion_body(model: str, prompt: list[int] | str, max_tokens: int) -> bytes:
+    """What bench serve's OpenAI-completions client sends (random dataset, --ignore-eos, temperature 1)."""
+    return json.dumps({"model": model, "prompt": prompt, "max_tokens": max_tokens, "repetition_penalty": 1.0,
+                       "logprobs": None, "stream": True, "stream_options": {"include_usage": True},
+                       "ignore_eos": True, "temperature": 1.0}).encode()
+
+
+def stream_request(conn: http.client.HTTPConnection, request_id: str, body: bytes, input_tokens: int,
+                   max_tokens: int, clock: Clock) -> dict[str, Any]:
+    """One streamed completion on a kept-alive connection, timed per server-sent event that carries text."""
+    times: list[float] = []
+    usage: dict[str, Any] = {}
+    error = None
+    submit = clock()
+    conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    if resp.status != 200:
+        error = f"HTTP {resp.status}: {resp.read()[:300]!r}"
+    else:
+        for line in resp:
+            if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
+                continue
+            event = json.loads(line[6:])
+            if event.get("choices") and event["choices"][0].get("text"):
+                times.append(clock())
+            usage = event.get("usage") or usage
+    out = int(usage.get("completion_tokens", 0))
+    if error is None and out != max_tokens:
+        error = f"short output: {out} of {max_tokens} tokens"
+    tokens = [1] * len(times)  # one token per event unless the client fell behind: the last takes the rest
+    if tokens and out > len(tokens):
+        tokens[-1] += out - len(tokens)
+    return dict(request_id=request_id, scheduled_s=submit, submit_s=submit,
+                first_token_s=times[0] if times else None, end_s=times[-1] if times else None,
+                chunk_times_s=times, chunk_tokens=tokens, input_tokens=input_tokens, output_tokens=out,
+                error=error)
+
+
+def client_variant(server: validation.Server, model: str, name: str, prompts: list[list[int]],
+                   warm: list[list[int]], as_text: bool, max_tokens: int,
+                   clock: Clock) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    def body(prompt: list[int]) -> bytes:
+        return completion_body(model, " ".join(map(validation.token_word, prompt)) if as_text else prompt,
+                               max_tokens)
+
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
+    try:
+        for i, prompt in enumerate(warm):
+            stream_request(conn, f"warm-{name}-{i}", body(prompt), len(prompt), max_tokens, clock)
+        before = server.counters()
+        records = [{**stream_request(conn, f"{name}-{i}", body(p), len(p), max_tokens, clock), "variant": name}
+                   for i, p in enumerate(prompts)]
+        after = server.counters()
+    finally:
+        conn.close()
+    return records, {k: after[k] - before.get(k, 0.0) for k in after}
+
+
+def bench_serve_variant(resolved: Resolved, server: validation.Server, model_dir: Path, work: Path,
+                        env: dict[str, str]) -> tuple[list[dict[str, Any]], dict[str, float], dict[str, Any]]:
+    """bench serve at concurrency 1 with the validation's own command lines (warm-up run, measured run)."""
+    warmup = validation.warmup_bench_args(resolved, model_dir, server.port, 1)
+    args = validation.bench_args(resolved, model_dir, server.port, 1, work, "bench_serve_c1.json")
+    validation.run_bench(warmup, env, work / "bench_serve_c1.log", server, what="bench serve's warm-up run")
+    before = server.counters()
+    validation.run_bench(args, env, work / "bench_serve_c1.log", server)
+    after = server.counters()
+    result = json.loads((work / "bench_serve_c1.json").read_text())
+    records = validation.bench_requests(result, 1).assign(variant="server, bench serve")
+    return records.to_dict("records"), {k: after[k] - before.get(k, 0.0) for k in after}, result
+
+
+# --- the table --------------------------------------------------------------------------------------------
+
+def summarize(requests: pd.DataFrame, server_deltas: dict[str, dict[str, float]]) -> pd.DataFrame:
+    """One row per variant: client-side figures from the raw requests, engine-side means, vs the baseline."""
+    rows = []
+    for name, df in requests.groupby("variant", sort=False):
+        ok = df[df["error"].isna()]
+        first_itl = [(c[1] - c[0]) * 1e3 for c in ok["chunk_times_s"] if len(c) > 1]
+        later_itl = [float(np.mean(np.diff(c[1:]))) * 1e3 for c in ok["chunk_times_s"] if len(c) > 2]
+        row = dict(variant=name, requests=len(df), errors=int(df["error"].notna().sum()),
+                   ttft_p50_ms=ok["ttft_ms"].median(), ttft_mean_ms=ok["ttft_ms"].mean(),
+                   first_itl_mean_ms=float(np.mean(first_itl)) if first_itl else np.nan,
+                   later_itl_mean_ms=float(np.mean(later_itl)) if later_itl else np.nan)
+        delta = server_deltas.get(name)
+        for col, (stat, key, count) in ENGINE.items():
+            if delta is not None:
+                row[col] = 1e3 * validation.per_count(delta, key, count)
+            else:
+                row[col] = 1e3 * ok[stat].mean() if stat in ok else np.nan
+        rows.append(row)
+    table = pd.DataFrame(rows).set_index("variant")
+    table["outside_engine_ms"] = table["ttft_mean_ms"] - table["engine_ttft_ms"]
+    table["ttft_p50_ratio"] = table["ttft_p50_ms"] / table.at[BASELINE, "ttft_p50_ms"]
+    table["prefill_minus_baseline_ms"] = table["engine_prefill_ms"] - table.at[BASELINE, "engine_prefill_ms"]
+    return table
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scenario", default="cpu")
+    ap.add_argument("--model")
+    ap.add_argument("--workload")
+    ap.add_argument("--requests", type=int, default=32, help="measured requests per variant")
+    ap.add_argument("--warmup", type=int, default=4, help="warm-up requests before each variant")
+    ap.add_argument("--gaps-ms", default="6,25", help="client waits for the in-process gap variants")
+    ap.add_argument("--out", type=Path, help="folder for requests.parquet, summary.json and the server's logs")
+    args = ap.parse_args()
+    resolved = resolve(args.scenario, args.model, args.workload)
+    w = resolved.workload
+    gaps = [float(g) for g in args.gaps_ms.split(",") if g.strip()]
+    names = [BASELINE, *(f"in-process, gap {g:g} ms" for g in gaps), "server, token ids", "server, text"]
+    # every prompt new: prefix caching is on, and a repeated prompt would skip its prefill
+    prompts = {n: make_prompts(args.requests, w.input_tokens, resolved.model.vocab_size, rng_for(w.seed, 9000, k))
+               for k, n in enumerate(names)}
+    warm = make_prompts(args.warmup * len(names), w.input_tokens, resolved.model.vocab_size, rng_for(w.seed, 9100))
+    # bench serve takes its request count from the workload
+    resolved = resolved.model_copy(update={"workload": w.model_copy(update={
+        "min_requests_per_level": args.requests, "requests_per_worker": 1, "warmup_requests": args.warmup})})
+    out = args.out or Path(tempfile.mkdtemp(prefix="accelbench-serving-path-"))
+    out.mkdir(parents=True, exist_ok=True)
+    cache = paths.model_cache_dir(paths.OUTPUTS_DIR)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="serving-path-", dir=cache.parent))
+    clock = Clock()
+
+    n_in = 1 + len(gaps)
+    records, serve_kwargs = asyncio.run(in_process_variants(resolved, cache, prompts, warm[:args.warmup * n_in],
+                                                            gaps, args.warmup, clock))
+    warm = warm[args.warmup * n_in:]
+    gc.collect()  # one engine at a time: drop what the in-process one left before the server takes the GPU
+    deltas: dict[str, dict[str, float]] = {}
+    model_dir, tokenizer = validation.serve_model_dir(resolved, paths.OUTPUTS_DIR)
+    env = {**os.environ, **backend_module(resolved.scenario.backend).engine_env(resolved)}
+    port = validation.free_port()
+    server_cmd = validation.server_args(serve_kwargs, model_dir, port)
+    with validation.Server(server_cmd, env, work / "server.log", port) as server:
+        server.start()
+        for name, as_text in (("server, token ids", False), ("server, text", True)):
+            recs, deltas[name] = client_variant(server, str(model_dir), name, prompts[name],
+                                                warm[:args.warmup], as_text, w.output_tokens, clock)
+            warm = warm[args.warmup:]
+            records += recs
+        recs, deltas["server, bench serve"], _ = bench_serve_variant(resolved, server, model_dir, work, env)
+        records += recs
+    requests = metrics.request_table(records)
+    table = summarize(requests, deltas)
+
+    print(f"scenario {resolved.scenario.name} ({resolved.model.name}), {w.input_tokens} in / {w.output_tokens} "
+          f"out, concurrency 1, {args.requests} requests per variant")
+    cols = ["ttft_p50_ms", "ttft_p50_ratio", "outside_engine_ms", "engine_ttft_ms", "engine_queue_ms",
+            "engine_prefill_ms", "prefill_minus_baseline_ms", "first_itl_mean_ms", "later_itl_mean_ms", "errors"]
+    with pd.option_context("display.width", 250, "display.max_columns", 20, "display.float_format", "{:.2f}".format):
+        print(table[cols])
+    for f in ("server.log", "bench_serve_c1.json", "bench_serve_c1.log"):
+        if (work / f).exists():
+            shutil.copy(work / f, out / f)
+    requests.to_parquet(out / "requests.parquet")
+    summary = dict(scenario=resolved.scenario.name, model=resolved.model.name, workload=w.name,
+                   input_tokens=w.input_tokens, output_tokens=w.output_tokens, requests_per_variant=args.requests,
+                   warmup_per_variant=args.warmup, gaps_ms=gaps, server_command=server_cmd,
+                   engine_kwargs=serve_kwargs, tokenizer=tokenizer, server_metrics_deltas=deltas,
+                   command=sys.argv, table=table.reset_index().to_dict("records"),
+                   environment=collect_environment())
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    print(f"raw requests, summary and logs: {out}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
