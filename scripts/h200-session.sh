@@ -50,12 +50,14 @@ print('vllm', vllm.__version__, 'torch', torch.__version__, 'gpus', torch.cuda.d
   idle)  # prefill time with and without idle engine time before each request (about 150 s)
     notebook h200-idle h200 -p workload idle-512-128
     ;;
-  serving-path)  # where bench serve's concurrency-1 TTFT goes: benchmarks/serving_path.py (about 5 min)
-    mkdir -p outputs/benchmarks/serving_path-h200
-    python3 benchmarks/serving_path.py --scenario h200 --workload validate-512-128 \
-      --out outputs/benchmarks/serving_path-h200 > "$out/serving-path.log" 2>&1
+  serving-path)  # where bench serve's concurrency-1 TTFT goes: benchmarks/serving_path.py (about 5 min);
+    # SERVING_PATH_OUT names the folder (one per host and GPU), CUDA_VISIBLE_DEVICES picks the GPU
+    dir=${SERVING_PATH_OUT:-outputs/benchmarks/serving_path-h200}
+    mkdir -p "$dir"
+    python3 benchmarks/serving_path.py --scenario h200 --workload validate-512-128 --out "$dir" \
+      > "$out/serving-path.log" 2>&1
     echo "serving-path: exit $?"
-    grep -v -e '^(' -e '^INFO' -e '^WARNING' -e '^\[W' "$out/serving-path.log" > outputs/benchmarks/serving_path-h200/output.txt
+    grep -v -e '^(' -e '^INFO' -e '^WARNING' -e '^\[W' "$out/serving-path.log" > "$dir/output.txt"
     ;;
   scout)  # the closed-loop half; at STOP_AFTER_S=420 it reached concurrency 32 (Scout's engine starts in ~155 s)
     notebook h200x2-scout h200x2-scout -p workload scout-512-128-closed -p stop_after_s $STOP_AFTER_S
