@@ -13,7 +13,7 @@ from accelbench import study
 from accelbench.errors import AccelbenchError
 from accelbench.params import resolve
 from accelbench.results import load_manifest
-from accelbench.runner import Clock, plan_levels, sweep
+from accelbench.runner import Clock, closed_loop, plan_levels, sweep
 
 STEP_S = 0.002  # the stand-in engine's time per output token
 
@@ -103,6 +103,14 @@ def test_warm_up_clients_start_staggered_like_the_level_they_precede():
     # the previous level's latency is 16 tokens x 2 ms at least: 4 clients start >= 3/4 of it apart
     assert warm_up_spread_s("staggered") >= 0.75 * 16 * STEP_S
     assert warm_up_spread_s("simultaneous") < 0.75 * 16 * STEP_S
+
+
+def test_a_closed_loop_client_waits_think_s_between_its_requests():
+    engine = StandInEngine(None, None)
+    records = asyncio.run(closed_loop(engine, [[1]] * 3, 1, 2, Clock(), "t", think_s=0.02))
+    gaps = [b["submit_s"] - a["end_s"] for a, b in zip(records, records[1:])]
+    assert len(gaps) == 2 and all(g >= 0.02 for g in gaps)
+    assert all(r["error"] is None and r["output_tokens"] == 2 for r in records)
 
 
 @pytest.mark.parametrize("bad", [0, -5, "600", True])

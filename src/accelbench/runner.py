@@ -92,8 +92,8 @@ async def one_request(engine: Engine, request_id: str, prompt: list[int], max_to
 
 
 async def closed_loop(engine: Engine, prompts: list[list[int]], concurrency: int, max_tokens: int,
-                      clock: Clock, prefix: str, ramp_s: float = 0.0) -> list[dict[str, Any]]:
-    """`concurrency` clients, each sending its next request when the previous one finishes.
+                      clock: Clock, prefix: str, ramp_s: float = 0.0, think_s: float = 0.0) -> list[dict[str, Any]]:
+    """`concurrency` clients, each sending its next request when the previous one finishes (`think_s` later).
 
     Client k starts k/concurrency of `ramp_s` late. With fixed output lengths, clients that start
     together stay in lock-step: every request of a wave prefills at once and stalls the others' decode.
@@ -106,6 +106,8 @@ async def closed_loop(engine: Engine, prompts: list[list[int]], concurrency: int
         await asyncio.sleep(k * ramp_s / concurrency)
         for i, prompt in pending:
             records.append(await one_request(engine, f"{prefix}-{i}", prompt, max_tokens, clock))
+            if think_s:
+                await asyncio.sleep(think_s)
 
     await asyncio.gather(*(client(k) for k in range(concurrency)))
     return records
