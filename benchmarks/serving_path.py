@@ -32,7 +32,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -44,41 +43,33 @@ from accelbench.engines import backend_module
 from accelbench.engines.vllm_engine import VllmEngine
 from accelbench.environment import collect_environment
 from accelbench.params import Resolved, resolve
-from accelbench.runner import Clock, one_request
+from accelbench.runner import Clock, closed_loop
 from accelbench.workload import make_prompts, rng_for
 
 BASELINE = "in-process"
-# engine-side means: in-process from RequestStateStats (seconds), on the server from /metrics (sum, count)
-ENGINE = {"engine_ttft_ms": ("engine_first_token_latency_s", "ttft_sum_s", "ttft_count"),
-          "engine_queue_ms": ("engine_queued_s", "queue_sum_s", "queue_count"),
-          "engine_prefill_ms": ("engine_prefill_s", "prefill_sum_s", "prefill_count")}
+CLIENTS = {"server, token ids": False, "server, text": True}  # the minimal client's variants: prompt as text?
+BENCH_SERVE = "server, bench serve"
+
+
+def gap_variant(gap_ms: float) -> str:
+    return f"in-process, gap {gap_ms:g} ms"
 
 
 # --- in process ---------------------------------------------------------------------------------------
 
-async def in_process(engine: VllmEngine, prompts: list[list[int]], max_tokens: int, clock: Clock,
-                     name: str, gap_s: float) -> list[dict[str, Any]]:
-    records = []
-    for i, prompt in enumerate(prompts):
-        records.append(await one_request(engine, f"{name}-{i}", prompt, max_tokens, clock))
-        if gap_s:
-            await asyncio.sleep(gap_s)
-    return records
-
-
-async def in_process_variants(resolved: Resolved, cache: Path, prompts: dict[str, list[list[int]]],
-                              warm: list[list[int]], gaps_ms: list[float], n_warm: int,
-                              clock: Clock) -> tuple[list, dict]:
-    engine = VllmEngine(resolved, cache)
+async def in_process_variants(resolved: Resolved, prompts: dict[str, list[list[int]]],
+                              warm: dict[str, list[list[int]]], gaps_ms: dict[str, float],
+                              clock: Clock) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The harness's own closed loop at concurrency 1, once per variant in `gaps_ms` (name -> think time)."""
+    engine = VllmEngine(resolved, paths.model_cache_dir(paths.OUTPUTS_DIR))
     await engine.start()
     max_tokens = resolved.workload.output_tokens
     records = []
     try:
-        for name, gap_ms in [(BASELINE, 0.0)] + [(f"in-process, gap {g:g} ms", g) for g in gaps_ms]:
-            await in_process(engine, warm[:n_warm], max_tokens, clock, f"warm-{name}", gap_ms / 1e3)
-            warm = warm[n_warm:]
-            for r in await in_process(engine, prompts[name], max_tokens, clock, name, gap_ms / 1e3):
-                records.append({**r, "variant": name})
+        for name, gap_ms in gaps_ms.items():
+            await closed_loop(engine, warm[name], 1, max_tokens, clock, f"warm-{name}", think_s=gap_ms / 1e3)
+            measured = await closed_loop(engine, prompts[name], 1, max_tokens, clock, name, think_s=gap_ms / 1e3)
+            records += [{**r, "variant": name} for r in measured]
     finally:
         engine.close()
     return records, engine.serve_kwargs()
@@ -95,7 +86,8 @@ def completion_body(model: str, prompt: list[int] | str, max_tokens: int) -> byt
 
 def stream_request(conn: http.client.HTTPConnection, request_id: str, body: bytes, input_tokens: int,
                    max_tokens: int, clock: Clock) -> dict[str, Any]:
-    """One streamed completion on a kept-alive connection, timed per server-sent event that carries text."""
+    """One streamed completion on a kept-alive connection, timed when each server-sent event with text
+    arrives (before it is parsed)."""
     times: list[float] = []
     usage: dict[str, Any] = {}
     error = None
@@ -106,22 +98,17 @@ def stream_request(conn: http.client.HTTPConnection, request_id: str, body: byte
         error = f"HTTP {resp.status}: {resp.read()[:300]!r}"
     else:
         for line in resp:
+            now = clock()
             if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
                 continue
             event = json.loads(line[6:])
             if event.get("choices") and event["choices"][0].get("text"):
-                times.append(clock())
+                times.append(now)
             usage = event.get("usage") or usage
     out = int(usage.get("completion_tokens", 0))
     if error is None and out != max_tokens:
         error = f"short output: {out} of {max_tokens} tokens"
-    tokens = [1] * len(times)  # one token per event unless the client fell behind: the last takes the rest
-    if tokens and out > len(tokens):
-        tokens[-1] += out - len(tokens)
-    return dict(request_id=request_id, scheduled_s=submit, submit_s=submit,
-                first_token_s=times[0] if times else None, end_s=times[-1] if times else None,
-                chunk_times_s=times, chunk_tokens=tokens, input_tokens=input_tokens, output_tokens=out,
-                error=error)
+    return validation.streamed_record(request_id, submit, times, input_tokens, out, error)
 
 
 def client_variant(server: validation.Server, model: str, name: str, prompts: list[list[int]],
@@ -145,7 +132,7 @@ def client_variant(server: validation.Server, model: str, name: str, prompts: li
 
 
 def bench_serve_variant(resolved: Resolved, server: validation.Server, model_dir: Path, work: Path,
-                        env: dict[str, str]) -> tuple[list[dict[str, Any]], dict[str, float], dict[str, Any]]:
+                        env: dict[str, str]) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """bench serve at concurrency 1 with the validation's own command lines (warm-up run, measured run)."""
     warmup = validation.warmup_bench_args(resolved, model_dir, server.port, 1)
     args = validation.bench_args(resolved, model_dir, server.port, 1, work, "bench_serve_c1.json")
@@ -155,13 +142,34 @@ def bench_serve_variant(resolved: Resolved, server: validation.Server, model_dir
     after = server.counters()
     result = json.loads((work / "bench_serve_c1.json").read_text())
     records = validation.bench_requests(result, 1).assign(variant="server, bench serve")
-    return records.to_dict("records"), {k: after[k] - before.get(k, 0.0) for k in after}, result
+    return records.to_dict("records"), {k: after[k] - before.get(k, 0.0) for k in after}
+
+
+def server_variants(resolved: Resolved, serve_kwargs: dict[str, Any], prompts: dict[str, list[list[int]]],
+                    warm: dict[str, list[list[int]]], work: Path, clock: Clock,
+                    records: list[dict[str, Any]], deltas: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """Serve the same engine config and measure the three client variants into `records` and `deltas`
+    (kept up to a failure); returns the server's command line and tokenizer facts."""
+    model_dir, tokenizer = validation.serve_model_dir(resolved, paths.OUTPUTS_DIR)
+    env = {**os.environ, **backend_module(resolved.scenario.backend).engine_env(resolved)}
+    port = validation.free_port()
+    facts = dict(server_command=validation.server_args(serve_kwargs, model_dir, port), tokenizer=tokenizer)
+    with validation.Server(facts["server_command"], env, work / "server.log", port) as server:
+        server.start()
+        for name, as_text in CLIENTS.items():
+            recs, deltas[name] = client_variant(server, str(model_dir), name, prompts[name], warm[name], as_text,
+                                                resolved.workload.output_tokens, clock)
+            records += recs
+        recs, deltas[BENCH_SERVE] = bench_serve_variant(resolved, server, model_dir, work, env)
+        records += recs
+    return facts
 
 
 # --- the table --------------------------------------------------------------------------------------------
 
 def summarize(requests: pd.DataFrame, server_deltas: dict[str, dict[str, float]]) -> pd.DataFrame:
-    """One row per variant: client-side figures from the raw requests, engine-side means, vs the baseline."""
+    """One row per variant: client-side figures from the raw requests, engine-side means (the harness's
+    RequestStateStats, metrics.engine_means; the server's /metrics, validation.ENGINE_SIDE), vs the baseline."""
     rows = []
     for name, df in requests.groupby("variant", sort=False):
         ok = df[df["error"].isna()]
@@ -172,73 +180,83 @@ def summarize(requests: pd.DataFrame, server_deltas: dict[str, dict[str, float]]
                    first_itl_mean_ms=float(np.mean(first_itl)) if first_itl else np.nan,
                    later_itl_mean_ms=float(np.mean(later_itl)) if later_itl else np.nan)
         delta = server_deltas.get(name)
-        for col, (stat, key, count) in ENGINE.items():
-            if delta is not None:
-                row[col] = 1e3 * validation.per_count(delta, key, count)
-            else:
-                row[col] = 1e3 * ok[stat].mean() if stat in ok else np.nan
+        if delta is None:
+            row |= metrics.engine_means(ok)
+        else:
+            row |= {col: 1e3 * validation.per_count(delta, key, count)
+                    for col, (_, key, count) in validation.ENGINE_SIDE.items()}
         rows.append(row)
     table = pd.DataFrame(rows).set_index("variant")
-    table["outside_engine_ms"] = table["ttft_mean_ms"] - table["engine_ttft_ms"]
+    table["outside_engine_ms"] = table["ttft_mean_ms"] - table["engine_ttft_mean_ms"]
     table["ttft_p50_ratio"] = table["ttft_p50_ms"] / table.at[BASELINE, "ttft_p50_ms"]
-    table["prefill_minus_baseline_ms"] = table["engine_prefill_ms"] - table.at[BASELINE, "engine_prefill_ms"]
+    table["prefill_minus_baseline_ms"] = (table["engine_prefill_mean_ms"]
+                                          - table.at[BASELINE, "engine_prefill_mean_ms"])
     return table
 
 
-def main() -> None:
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+def gaps(text: str) -> list[float]:
+    try:
+        values = [float(g) for g in text.split(",") if g.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be comma-separated milliseconds such as 6,25, got {text!r}")
+    if any(g <= 0 for g in values):
+        raise argparse.ArgumentTypeError(f"gaps must be > 0 ms (the baseline has none), got {text!r}")
+    return values
+
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenario", default="cpu")
     ap.add_argument("--model")
     ap.add_argument("--workload")
-    ap.add_argument("--requests", type=int, default=32, help="measured requests per variant")
-    ap.add_argument("--warmup", type=int, default=4, help="warm-up requests before each variant")
-    ap.add_argument("--gaps-ms", default="6,25", help="client waits for the in-process gap variants")
+    ap.add_argument("--requests", type=positive_int, default=32, help="measured requests per variant")
+    ap.add_argument("--warmup", type=positive_int, default=4, help="warm-up requests before each variant")
+    ap.add_argument("--gaps-ms", type=gaps, default=[6.0, 25.0], help="client waits of the in-process gap variants")
     ap.add_argument("--out", type=Path, help="folder for requests.parquet, summary.json and the server's logs")
     args = ap.parse_args()
-    resolved = resolve(args.scenario, args.model, args.workload)
+    resolved = resolve(args.scenario, args.model, args.workload)  # bad names fail here, naming what is valid
+    backend_module(resolved.scenario.backend).check_host(resolved)  # and a backend this host lacks
     w = resolved.workload
-    gaps = [float(g) for g in args.gaps_ms.split(",") if g.strip()]
-    names = [BASELINE, *(f"in-process, gap {g:g} ms" for g in gaps), "server, token ids", "server, text"]
+    # bench serve takes its request and warm-up counts from the workload
+    resolved = resolved.model_copy(update={"workload": w.model_copy(update={
+        "min_requests_per_level": args.requests, "requests_per_worker": 1, "warmup_requests": args.warmup})})
+    in_process = {BASELINE: 0.0} | {gap_variant(g): g for g in args.gaps_ms}
+    names = [*in_process, *CLIENTS]
     # every prompt new: prefix caching is on, and a repeated prompt would skip its prefill
     prompts = {n: make_prompts(args.requests, w.input_tokens, resolved.model.vocab_size, rng_for(w.seed, 9000, k))
                for k, n in enumerate(names)}
-    warm = make_prompts(args.warmup * len(names), w.input_tokens, resolved.model.vocab_size, rng_for(w.seed, 9100))
-    # bench serve takes its request count from the workload
-    resolved = resolved.model_copy(update={"workload": w.model_copy(update={
-        "min_requests_per_level": args.requests, "requests_per_worker": 1, "warmup_requests": args.warmup})})
+    warm = {n: make_prompts(args.warmup, w.input_tokens, resolved.model.vocab_size, rng_for(w.seed, 9100, k))
+            for k, n in enumerate(names)}
     out = args.out or Path(tempfile.mkdtemp(prefix="accelbench-serving-path-"))
     out.mkdir(parents=True, exist_ok=True)
-    cache = paths.model_cache_dir(paths.OUTPUTS_DIR)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="serving-path-", dir=cache.parent))
+    cache = paths.model_cache_dir(paths.OUTPUTS_DIR).parent
+    cache.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="serving-path-", dir=cache))
     clock = Clock()
 
-    n_in = 1 + len(gaps)
-    records, serve_kwargs = asyncio.run(in_process_variants(resolved, cache, prompts, warm[:args.warmup * n_in],
-                                                            gaps, args.warmup, clock))
-    warm = warm[args.warmup * n_in:]
+    records, serve_kwargs = asyncio.run(in_process_variants(resolved, prompts, warm, in_process, clock))
     gc.collect()  # one engine at a time: drop what the in-process one left before the server takes the GPU
     deltas: dict[str, dict[str, float]] = {}
-    model_dir, tokenizer = validation.serve_model_dir(resolved, paths.OUTPUTS_DIR)
-    env = {**os.environ, **backend_module(resolved.scenario.backend).engine_env(resolved)}
-    port = validation.free_port()
-    server_cmd = validation.server_args(serve_kwargs, model_dir, port)
-    with validation.Server(server_cmd, env, work / "server.log", port) as server:
-        server.start()
-        for name, as_text in (("server, token ids", False), ("server, text", True)):
-            recs, deltas[name] = client_variant(server, str(model_dir), name, prompts[name],
-                                                warm[:args.warmup], as_text, w.output_tokens, clock)
-            warm = warm[args.warmup:]
-            records += recs
-        recs, deltas["server, bench serve"], _ = bench_serve_variant(resolved, server, model_dir, work, env)
-        records += recs
+    facts: dict[str, Any] = {}
+    error = None
+    try:
+        facts = server_variants(resolved, serve_kwargs, prompts, warm, work, clock, records, deltas)
+    except Exception as e:  # what was measured before is still written, and the summary says what failed
+        error = f"{type(e).__name__}: {e}"
     requests = metrics.request_table(records)
     table = summarize(requests, deltas)
 
     print(f"scenario {resolved.scenario.name} ({resolved.model.name}), {w.input_tokens} in / {w.output_tokens} "
           f"out, concurrency 1, {args.requests} requests per variant")
-    cols = ["ttft_p50_ms", "ttft_p50_ratio", "outside_engine_ms", "engine_ttft_ms", "engine_queue_ms",
-            "engine_prefill_ms", "prefill_minus_baseline_ms", "first_itl_mean_ms", "later_itl_mean_ms", "errors"]
+    cols = ["ttft_p50_ms", "ttft_p50_ratio", "outside_engine_ms", "engine_ttft_mean_ms", "engine_queue_mean_ms",
+            "engine_prefill_mean_ms", "prefill_minus_baseline_ms", "first_itl_mean_ms", "later_itl_mean_ms",
+            "errors"]
     with pd.option_context("display.width", 250, "display.max_columns", 20, "display.float_format", "{:.2f}".format):
         print(table[cols])
     for f in ("server.log", "bench_serve_c1.json", "bench_serve_c1.log"):
@@ -247,14 +265,18 @@ def main() -> None:
     requests.to_parquet(out / "requests.parquet")
     summary = dict(scenario=resolved.scenario.name, model=resolved.model.name, workload=w.name,
                    input_tokens=w.input_tokens, output_tokens=w.output_tokens, requests_per_variant=args.requests,
-                   warmup_per_variant=args.warmup, gaps_ms=gaps, server_command=server_cmd,
-                   engine_kwargs=serve_kwargs, tokenizer=tokenizer, server_metrics_deltas=deltas,
+                   warmup_per_variant=args.warmup, gaps_ms=args.gaps_ms, status="failed" if error else "completed",
+                   error=error, engine_kwargs=serve_kwargs, **facts, server_metrics_deltas=deltas,
                    command=sys.argv, table=table.reset_index().to_dict("records"),
                    environment=collect_environment())
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     print(f"raw requests, summary and logs: {out}")
     shutil.rmtree(work, ignore_errors=True)
+    if error:
+        print(f"the server variants failed, the variants above were measured before it: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -7,16 +7,20 @@ import http.client
 import http.server
 import importlib.util
 import json
+import sys
 import threading
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from accelbench.errors import AccelbenchError
 from accelbench.runner import Clock
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVING_PATH_RUNS = sorted((ROOT / "outputs" / "benchmarks").glob("serving_path-*"))
+COMMITTED_NAMES = {"engine_ttft_ms": "engine_ttft_mean_ms", "engine_queue_ms": "engine_queue_mean_ms",
+                   "engine_prefill_ms": "engine_prefill_mean_ms"}
 
 
 def load_script(name: str):
@@ -34,7 +38,8 @@ def test_serving_path_runs_are_committed():
 def test_serving_path_table_recomputes_from_raw_requests(run):
     sp = load_script("serving_path")
     summary = json.loads((run / "summary.json").read_text())
-    stored = pd.DataFrame(summary["table"]).set_index("variant")
+    # the committed runs predate the shared engine-side names (metrics.ENGINE_MEANS)
+    stored = pd.DataFrame(summary["table"]).set_index("variant").rename(columns=COMMITTED_NAMES)
     table = sp.summarize(pd.read_parquet(run / "requests.parquet"), summary["server_metrics_deltas"])
     pd.testing.assert_frame_equal(table[stored.columns], stored, check_exact=False, rtol=1e-9)
     assert list(stored.index) == [sp.BASELINE, "in-process, gap 6 ms", "in-process, gap 25 ms",
@@ -87,3 +92,28 @@ def test_stream_request_times_each_token_and_checks_the_count(sse_server):
     assert short["error"] == "short output: 3 of 4 tokens"
     assert [b["prompt"] for b in sse_server.bodies] == [[5, 6], "t5 t6"]
     assert all(b["stream"] and b["ignore_eos"] and b["temperature"] == 1.0 for b in sse_server.bodies)
+
+
+def test_serving_path_keeps_what_it_measured_when_the_server_fails(tmp_path, monkeypatch, capsys):
+    sp = load_script("serving_path")
+    measured = [dict(request_id=f"r{i}", scheduled_s=i, submit_s=i, first_token_s=i + 0.01, end_s=i + 0.05,
+                     chunk_times_s=[i + 0.01, i + 0.03, i + 0.05], chunk_tokens=[1, 1, 1], input_tokens=8,
+                     output_tokens=3, error=None, engine_first_token_latency_s=0.009, engine_queued_s=0.001,
+                     engine_prefill_s=0.007, variant=sp.BASELINE) for i in range(2)]
+
+    async def in_process(*args):
+        return measured, {"model": "stand-in"}
+
+    def server(*args):
+        raise AccelbenchError("the vLLM server exited with code 1 before /health answered")
+
+    monkeypatch.setattr(sp, "in_process_variants", in_process)
+    monkeypatch.setattr(sp, "server_variants", server)
+    monkeypatch.setattr(sys, "argv", ["serving_path.py", "--workload", "cpu-validate", "--requests", "2",
+                                      "--gaps-ms", "6", "--out", str(tmp_path)])
+    assert sp.main() == 1
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "failed" and "exited with code 1 before /health" in summary["error"]
+    assert [r["variant"] for r in summary["table"]] == [sp.BASELINE]
+    assert len(pd.read_parquet(tmp_path / "requests.parquet")) == 2
+    assert "the server variants failed" in capsys.readouterr().err

@@ -376,11 +376,10 @@ def run_bench(args: list[str], env: dict[str, str], log_path: Path, server: Serv
 # --- bench results -> the project's names -----------------------------------------------------------
 
 def bench_requests(result: dict[str, Any], concurrency: float) -> pd.DataFrame:
-    """bench serve's per-request timings (--save-detailed) as harness records (runner.one_request's fields).
+    """bench serve's per-request timings (--save-detailed) as harness records (streamed_record).
 
-    Times are seconds on the client's perf_counter; chunk times are start + TTFT + cumulative ITLs. bench
-    serve keeps no per-chunk token counts: each chunk counts one token and the last one any remainder
-    (the server streams one token per chunk unless the client falls behind). Empty if the JSON lacks them.
+    Times are seconds on the client's perf_counter; chunk times are start + TTFT + cumulative ITLs. Empty if
+    the JSON lacks them.
     """
     need = ("start_times", "ttfts", "itls", "output_lens", "input_lens")
     if not all(isinstance(result.get(k), list) for k in need):
@@ -392,15 +391,24 @@ def bench_requests(result: dict[str, Any], concurrency: float) -> pd.DataFrame:
                                                                result["input_lens"], errors)):
         ok = not err and ttft is not None and ttft > 0
         times = (start + ttft + np.concatenate([[0.0], np.cumsum(itl)])).tolist() if ok else []
-        tokens = [1] * len(times)
-        if tokens and out and out > len(tokens):
-            tokens[-1] += out - len(tokens)
-        rows.append(dict(request_id=f"serve-c{concurrency:g}-{i}", scheduled_s=start, submit_s=start,
-                         first_token_s=times[0] if times else None, end_s=times[-1] if times else None,
-                         chunk_times_s=times, chunk_tokens=tokens, input_tokens=inp, output_tokens=out or 0,
-                         error=(err or "failed") if not ok else None, level_kind="concurrency",
-                         level_value=float(concurrency), repetition=0))
+        rows.append(dict(streamed_record(f"serve-c{concurrency:g}-{i}", start, times, inp, out or 0,
+                                         None if ok else (err or "failed")),
+                         level_kind="concurrency", level_value=float(concurrency), repetition=0))
     return pd.DataFrame(rows)
+
+
+def streamed_record(request_id: str, submit_s: float, chunk_times: list[float], input_tokens: int,
+                    output_tokens: int, error: str | None) -> dict[str, Any]:
+    """A request an HTTP client timed, with runner.one_request's fields. The client sees no per-chunk token
+    counts: each chunk counts one token and the last one any remainder (the server streams one token per
+    chunk unless the client falls behind)."""
+    tokens = [1] * len(chunk_times)
+    if tokens and output_tokens > len(tokens):
+        tokens[-1] += output_tokens - len(tokens)
+    return dict(request_id=request_id, scheduled_s=submit_s, submit_s=submit_s,
+                first_token_s=chunk_times[0] if chunk_times else None,
+                end_s=chunk_times[-1] if chunk_times else None, chunk_times_s=chunk_times, chunk_tokens=tokens,
+                input_tokens=input_tokens, output_tokens=output_tokens, error=error)
 
 
 def level_from_result(result: dict[str, Any], concurrency: float) -> dict[str, Any]:
