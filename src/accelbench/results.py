@@ -12,9 +12,9 @@ import json
 import os
 import secrets
 import socket
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
