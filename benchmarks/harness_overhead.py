@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from accelbench import metrics
+from accelbench.engines import backend_module
 from accelbench.engines.vllm_engine import VllmEngine, sampling_params
 from accelbench.environment import collect_environment
 from accelbench.params import resolve
@@ -73,7 +74,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5, help="timed passes per side; medians are compared")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    resolved = resolve(args.scenario, args.model, args.workload)
+    resolved = resolve(args.scenario, args.model, args.workload)  # bad names fail here, naming what is valid
+    backend_module(resolved.scenario.backend).check_host(resolved)  # and a backend this host lacks
     w = resolved.workload
     n = args.concurrency or max(w.concurrency_levels)
     vocab = resolved.model.vocab_size
