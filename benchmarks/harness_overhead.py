@@ -22,13 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from accelbench import metrics
-from accelbench.engines import backend_module
-from accelbench.engines.vllm_engine import VllmEngine, sampling_params
-from accelbench.environment import collect_environment
-from accelbench.params import resolve
-from accelbench.runner import Clock, closed_loop
-from accelbench.workload import make_prompts, rng_for
+from accelbench.config.params import resolve
+from accelbench.core import metrics
+from accelbench.measure.engines import backend_module
+from accelbench.measure.engines.vllm_engine import VllmEngine, sampling_params
+from accelbench.measure.environment import collect_environment
+from accelbench.measure.runner import Clock, closed_loop
+from accelbench.measure.workload import make_prompts, rng_for
 
 
 def offline_tok_per_s(engine: VllmEngine, prompts: list[list[int]], max_tokens: int, repeats: int) -> float:

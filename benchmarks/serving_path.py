@@ -38,13 +38,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from accelbench import metrics, paths, validation
-from accelbench.engines import backend_module
-from accelbench.engines.vllm_engine import VllmEngine
-from accelbench.environment import collect_environment
-from accelbench.params import Resolved, resolve
-from accelbench.runner import Clock, closed_loop
-from accelbench.workload import make_prompts, rng_for
+from accelbench.config import paths
+from accelbench.config.params import Resolved, resolve
+from accelbench.core import metrics
+from accelbench.measure import validation
+from accelbench.measure.engines import backend_module
+from accelbench.measure.engines.vllm_engine import VllmEngine
+from accelbench.measure.environment import collect_environment
+from accelbench.measure.runner import Clock, closed_loop
+from accelbench.measure.workload import make_prompts, rng_for
 
 BASELINE = "in-process"
 CLIENTS = {"server, token ids": False, "server, text": True}  # the minimal client's variants: prompt as text?

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from accelbench import paths
+from accelbench.config import paths
 
 
 @pytest.fixture(scope="session")

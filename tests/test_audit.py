@@ -5,9 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from accelbench import audit, reference
+from accelbench.analysis import audit
+from accelbench.config import reference
+from accelbench.config.reference import Figure, ReferenceDocument, Relation
 from accelbench.errors import AccelbenchError
-from accelbench.reference import Figure, ReferenceDocument, Relation
 
 COLUMNS = ["document", "check", "claim", "arithmetic", "holds", "status", "source"]
 
@@ -173,7 +174,7 @@ def test_reference_files_load_and_bad_keys_fail(tmp_path, monkeypatch):
     for name in reference.reference_names():
         doc = reference.load_reference(name)
         assert doc.kind == "projection" and doc.figures
-    from accelbench import paths
+    from accelbench.config import paths
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\ndocument: x.txt\ntitle: t\npublished: p\nread_date: '2026-11-30'\nkind: projection\n"
                    "figures:\n  - {id: a, metric: ttft_ms, value: 1, section: s1, instance: p9.48xlarge}\n")

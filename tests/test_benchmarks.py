@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from accelbench.errors import AccelbenchError
-from accelbench.runner import Clock
+from accelbench.measure.runner import Clock
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVING_PATH_RUNS = sorted((ROOT / "outputs" / "benchmarks").glob("serving_path-*"))

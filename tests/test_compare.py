@@ -7,8 +7,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from accelbench import compare, metrics, params, results
+from accelbench.analysis import compare
+from accelbench.config import params
+from accelbench.core import metrics
 from accelbench.errors import AccelbenchError
+from accelbench.store import runs as results
 
 
 def summary_row(**values) -> dict:

@@ -11,9 +11,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from accelbench import cost, params
+from accelbench.analysis import cost, summary
+from accelbench.config import params
+from accelbench.config.params import Prices
 from accelbench.errors import AccelbenchError
-from accelbench.params import Prices
 
 INSTANCES = params.load_instances()
 P5EN = INSTANCES["p5en.48xlarge"]  # 8 x H200, on demand 84.80/h in params/instances.yaml
@@ -123,10 +124,10 @@ def test_cost_summarize_runs_keeps_run_facts_and_skips_fixtures():
                              accelerators_used=1, status="completed", fixture=fixture, level_kind="concurrency",
                              level_value=1.0, repetition=rep, n_errors=0, saturated=False,
                              **{m: 100 + rng.random() for m in cost.metrics.SUMMARY_METRICS}))
-    s = cost.summarize_runs(pd.DataFrame(rows))
+    s = summary.summarize_runs(pd.DataFrame(rows))
     assert list(s["run_id"]) == ["r1"]
     assert (s["instance"].iloc[0], s["accelerators_used"].iloc[0], s["repetitions"].iloc[0]) == ("p5en.48xlarge", 1, 3)
-    assert len(cost.summarize_runs(pd.DataFrame(rows), include_fixtures=True)) == 2
+    assert len(summary.summarize_runs(pd.DataFrame(rows), include_fixtures=True)) == 2
 
 
 def test_cost_prices_committed_have_sources():

@@ -2,10 +2,10 @@
 
 import pytest
 
-from accelbench.engines import backend_module, cuda
+from accelbench.config.params import resolve
+from accelbench.core.memory import plan_memory
 from accelbench.errors import AccelbenchError
-from accelbench.params import resolve
-from accelbench.planner import plan_memory
+from accelbench.measure.engines import backend_module, cuda
 
 GPUS = [{"index": 0, "uuid": "GPU-aaa", "name": "NVIDIA H200"}, {"index": 1, "uuid": "GPU-bbb", "name": "NVIDIA H200"}]
 

@@ -2,7 +2,8 @@
 
 import subprocess
 
-from accelbench import environment, paths
+from accelbench.config import paths
+from accelbench.measure import environment
 
 
 def test_git_checkout_records_its_commit_and_a_declared_one_beside_it(monkeypatch):

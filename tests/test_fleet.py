@@ -20,8 +20,11 @@ import ray
 import yaml
 from ray.cluster_utils import Cluster
 
-from accelbench import fleet, params, paths, results
+from accelbench import fleet
+from accelbench.config import params, paths
 from accelbench.errors import AccelbenchError
+from accelbench.store import runs as results
+from accelbench.store import runset
 
 STORE_BYTES = 100 * 2**20  # object store per raylet: a run comes back as ~150 kB
 DATA = Path(__file__).parent / "data"
@@ -129,8 +132,8 @@ def test_fleet_runs_each_scenario_on_its_node_and_brings_the_run_back(two_types,
         manifest = results.load_manifest(o.run_dir)
         ran = json.loads((o.run_dir / "fleet.json").read_text())
         assert ran["resource"] == f"instance:{label}"
-        assert manifest["status"] == "completed"
-        assert manifest["environment"]["git"]["commit"] == ran["driver_commit"]  # the node ran the driver's code
+        assert manifest.status == "completed"
+        assert manifest.environment.git.commit == ran["driver_commit"]  # the node ran the driver's code
         assert {"manifest.json", "requests.parquet", "levels.parquet", "engine.log"} <= {
             p.name for p in o.run_dir.iterdir()}
         assert o.notebook == tmp_path / "notebooks" / f"cpu-{o.run_dir.name}.ipynb"
@@ -138,7 +141,7 @@ def test_fleet_runs_each_scenario_on_its_node_and_brings_the_run_back(two_types,
         assert not [out for cell in executed.cells for out in cell.get("outputs", [])
                     if out.get("output_type") == "error"]
 
-    levels = results.load_levels(tmp_path)
+    levels = runset.load_levels(tmp_path)
     assert levels.groupby("run_id").size().to_dict() == {
         o.run_dir.name: _levels_planned("cpu-smoke") for o in outcomes.values()}
     from accelbench.report import render_report, summary
@@ -147,8 +150,8 @@ def test_fleet_runs_each_scenario_on_its_node_and_brings_the_run_back(two_types,
 
     # run again at the commit the runs were made at (pinned: another commit landing in this checkout
     # meanwhile must not turn the skip into a rerun): nothing runs; at another commit both would rerun
-    commit = results.load_manifest(outcomes["cpu@type-a"].run_dir)["environment"]["git"]
-    monkeypatch.setattr("accelbench.environment.git_state", lambda: commit)
+    commit = results.load_manifest(outcomes["cpu@type-a"].run_dir).environment.git
+    monkeypatch.setattr("accelbench.measure.environment.git_state", lambda: commit)
     again = fleet.run_fleet(["cpu"], address=cluster.address, outputs_dir=tmp_path, workload="cpu-smoke",
                             instance_override=override, progress=False)
     assert {k: (o.status, o.run_dir) for k, o in again.items()} == {

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from accelbench import metrics
+from accelbench.core import metrics
 
 
 def rec(submit, chunks, *, kind="concurrency", value=1.0, rep=0, inp=10, error=None, scheduled=None, eng=None):

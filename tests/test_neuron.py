@@ -13,9 +13,10 @@ import pytest
 import yaml
 
 import accelbench
-from accelbench import neuron_monitor, params
-from accelbench.engines import neuron
+from accelbench.config import params
 from accelbench.errors import AccelbenchError
+from accelbench.measure import neuron_monitor
+from accelbench.measure.engines import neuron
 
 DATA = Path(__file__).parent / "data" / "neuron_monitor"
 HAS_NEURON = bool(glob.glob("/dev/neuron*"))

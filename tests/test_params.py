@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelbench import params, paths
+from accelbench.config import params, paths
 from accelbench.errors import AccelbenchError
 
 SCENARIOS = sorted(p.stem for p in paths.SCENARIOS_DIR.glob("*.yaml"))

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 import yaml
 
-from accelbench import paths
+from accelbench.config import paths
 
 NOTEBOOKS = sorted(paths.NOTEBOOKS_DIR.glob("*.ipynb"))
 LOGIC = re.compile(r"^\s*(def |class |for |while |async def |with open|import vllm|from vllm)|\.to_csv\(|\.to_parquet\("

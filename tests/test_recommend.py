@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from accelbench import recommend
+from accelbench.analysis import recommend
 from accelbench.errors import AccelbenchError
 
 # (scenario, instance, accelerators_used, [(concurrency, ttft_p99_ms, tpot_p99_ms, output_tok_per_s)])

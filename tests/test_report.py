@@ -7,15 +7,22 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pandas as pd
-import nbformat
 import pytest
 from IPython.display import Markdown
 from PIL import Image
 
-from accelbench import cost, metrics, params, paths, plots, report, results, roofline, validation
-from accelbench.report import LABELS
+from accelbench import report
+from accelbench.analysis import cost, roofline
+from accelbench.config import params, paths
+from accelbench.core import metrics
+from accelbench.measure import validation
+from accelbench.report import LABELS, plots
+from accelbench.store import runs as results
+from accelbench.store import runset
+from accelbench.store.manifest import RunManifest
 
 SECTIONS = ("Summary", "Latency", "Throughput", "Pareto frontier", "Cost efficiency", "Energy", "Roofline efficiency",
             "SLO goodput", "Validation", "Seed audit", "Recommendations", "SDK versions", "Engine cross-check",
@@ -94,7 +101,7 @@ def _row(df: pd.DataFrame, run_id: str, level: str) -> pd.Series:
 
 def test_summary_has_a_row_per_run_and_level_equal_to_summarize_levels(outputs):
     s = report.summary(outputs)
-    expected = metrics.summarize_levels(results.load_levels(outputs), report.GROUP_BY)
+    expected = metrics.summarize_levels(runset.load_levels(outputs), report.GROUP_BY)
     assert len(s) == 6  # run-a: 3 levels, run-b: 2, run-c: 1
     merged = s.merge(expected, on=list(report.GROUP_BY), suffixes=("", "_expected"))
     assert len(merged) == 6
@@ -253,13 +260,16 @@ def test_pareto_per_user_and_per_accelerator_rates(outputs):
 
 
 def _manifest(gpus: list[str], instance: str = "p5en.48xlarge", used: int = 1, checked: list[str] | None = None,
-              method: str = "vLLM in-process, dummy weights (load_format='dummy')") -> dict:
-    declared = params.load_instances()[instance].accelerator_name
-    return dict(resolved={"instance": {"name": instance, "accelerator_name": declared},
-                          "scenario": {"accelerators_used": used}},
-                environment={"gpus": {"names": gpus} if gpus else None, "cpu": {"model": "Test CPU"},
-                             "libraries": {"vllm": "0.24.0", "torch": "2.11.0+cu130"}},
-                host_check={"gpus": [{"name": n} for n in checked]} if checked else None, method=method)
+              method: str = "vLLM in-process, dummy weights (load_format='dummy')") -> RunManifest:
+    resolved = params.resolve("cpu" if instance == "local-cpu" else "h200").model_dump(mode="json")
+    resolved["instance"] = params.load_instances()[instance].model_dump(mode="json")
+    resolved["scenario"]["accelerators_used"] = used
+    resolved["scenario"]["instance"] = instance
+    return RunManifest.model_validate(dict(
+        run_id="r", status="completed", resolved=resolved,
+        environment={"gpus": {"names": gpus} if gpus else None, "cpu": {"model": "Test CPU"},
+                     "libraries": {"vllm": "0.24.0", "torch": "2.11.0+cu130"}},
+        host_check={"gpus": [{"name": n} for n in checked]} if checked else {}, method=method))
 
 
 def test_system_label_names_the_accelerator_the_run_saw():
@@ -494,7 +504,7 @@ def test_report_of_a_real_cpu_run_is_one_readable_html_file(cpu_run_outputs, tmp
 @pytest.mark.slow
 def test_summary_of_a_real_cpu_run_equals_summarize_levels(cpu_run_outputs):
     s = report.summary(cpu_run_outputs)
-    levels = results.load_levels(cpu_run_outputs)
+    levels = runset.load_levels(cpu_run_outputs)
     expected = metrics.summarize_levels(levels, report.GROUP_BY)
     assert len(s) == levels.groupby(["level_kind", "level_value"]).ngroups == len(expected)
     merged = s.merge(expected, on=list(report.GROUP_BY), suffixes=("", "_expected"))

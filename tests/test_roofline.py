@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 import pytest
 
-from accelbench import metrics, params, roofline
+from accelbench.analysis import roofline
+from accelbench.config import params
+from accelbench.core import metrics
+from accelbench.store import runs as results
 
 INSTANCES = params.load_instances()
 L8B = params.load_model("llama-3.1-8b")
@@ -84,15 +85,13 @@ def test_roofline_table_efficiency_percent():
 
 def test_roofline_for_run_uses_manifest_params(tmp_path):
     resolved = params.resolve("h200")
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "manifest.json").write_text(json.dumps({"run_id": "r1", "status": "completed",
-                                                   "resolved": resolved.model_dump(mode="json")}))
     rows = []
     for rep, itl in enumerate((6.7, 6.8, 6.6)):
         rows.append(dict(level_kind="concurrency", level_value=1.0, repetition=rep, n_errors=0, saturated=False,
                          **{m: 1.0 for m in metrics.SUMMARY_METRICS} | dict(itl_p50_ms=itl)))
-    pd.DataFrame(rows).to_parquet(run / "levels.parquet")
+    run = results.save_run(tmp_path, "h200", "r1", {"status": "completed", "scenario": "h200",
+                                                    "resolved": resolved.model_dump(mode="json")},
+                           {"levels": pd.DataFrame(rows)})
     t = roofline.roofline_for_run(run)
     assert t["run_id"].tolist() == ["r1"]
     assert t["itl_p50_ms"].iloc[0] == pytest.approx(6.7)  # median of the repetitions

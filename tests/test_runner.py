@@ -9,11 +9,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from accelbench import study
+from accelbench.config.params import resolve
 from accelbench.errors import AccelbenchError
-from accelbench.params import resolve
-from accelbench.results import load_manifest
-from accelbench.runner import Clock, closed_loop, plan_levels, sweep
+from accelbench.measure import study
+from accelbench.measure.runner import Clock, closed_loop, plan_levels, sweep
+from accelbench.store.runs import load_manifest
 
 STEP_S = 0.002  # the stand-in engine's time per output token
 
@@ -69,17 +69,17 @@ def test_a_bounded_run_is_saved_marked_partial_naming_what_it_left_out(tmp_path,
     monkeypatch.setattr(study, "VllmEngine", StandInEngine)
     run = study.run_scenario("cpu", workload="cpu-smoke", outputs_dir=tmp_path, stop_after_s=0.1)
     manifest = load_manifest(run.run_dir)
-    assert run.status == manifest["status"] == "partial"
-    assert manifest["levels_measured"] == 1 and manifest["levels_planned"] == 6
-    assert manifest["stop_after_s"] == 0.1 and "5 planned level(s) not measured" in manifest["error"]
-    assert "concurrency 1 rep 1" in manifest["error"] and "rate 4 req/s rep 1" in manifest["error"]
+    assert run.status == manifest.status == "partial"
+    assert manifest.levels_measured == 1 and manifest.levels_planned == 6
+    assert manifest.stop_after_s == 0.1 and "5 planned level(s) not measured" in manifest.error
+    assert "concurrency 1 rep 1" in manifest.error and "rate 4 req/s rep 1" in manifest.error
     assert len(pd.read_parquet(run.run_dir / "levels.parquet")) == 1
     with pytest.raises(AccelbenchError, match="the run is partial: .* 1 measured level\\(s\\) were saved, marked partial"):
         study.raise_if_failed(run)
 
 
 def test_rate_levels_warm_up_at_the_batch_the_workload_names():
-    from accelbench.runner import warmup_concurrency
+    from accelbench.measure.runner import warmup_concurrency
     rates = resolve("h200x2-scout", workload="scout-512-128-rates").workload
     both = resolve("h200x2-scout", workload="scout-512-128").workload
     rate_level = [level for level in plan_levels(rates) if level.kind == "rate"][0]

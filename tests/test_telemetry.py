@@ -1,6 +1,6 @@
 import pytest
 
-from accelbench import telemetry
+from accelbench.measure import telemetry
 
 
 def test_energy_is_the_trapezoid_of_power_over_the_window():

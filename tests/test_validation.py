@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from accelbench import validation
+from accelbench.config.params import resolve
 from accelbench.errors import AccelbenchError
-from accelbench.params import resolve
+from accelbench.measure import validation
 
 # A bench serve result (--save-result --save-detailed) written by hand: concurrency 1, three requests of
 # 4 prompt tokens and 3 output tokens, run back to back. Times are multiples of 0.25 s so that the
@@ -351,11 +351,11 @@ def test_skipped_validation_says_why(tmp_path: Path) -> None:
 def test_cpu_validate_run_saves_serve_levels(tmp_path: Path) -> None:
     pytest.importorskip("vllm")
     import accelbench
-    from accelbench.results import load_manifest
+    from accelbench.store.runs import load_manifest
     run = accelbench.run_scenario("cpu", workload="cpu-validate", outputs_dir=tmp_path)
     assert run.status == "completed", run.error
     manifest = load_manifest(run.run_dir)
-    sv = manifest["serve_validation"]
+    sv = manifest.serve_validation
     assert sv["status"] == "completed", sv["error"]
     assert sv["tokenizer"]["synthetic"] is True and sv["tokenizer"]["vocab_size"] == 4096
     assert sv["server_tokens_match_workload"] is True
@@ -372,6 +372,6 @@ def test_cpu_validate_run_saves_serve_levels(tmp_path: Path) -> None:
     for metric in ("engine_ttft_mean_ms", "engine_prefill_mean_ms"):
         assert (table.loc[table["metric"] == metric, "serve"] > 0).all()
     # the server ran with the token budget the in-process engine had (vLLM's defaults differ by entry point)
-    budget = manifest["engine_effective"]["max_num_batched_tokens"]
+    budget = manifest.engine_effective["max_num_batched_tokens"]
     command = sv["server_command"]
     assert budget and command[command.index("--max-num-batched-tokens") + 1] == str(budget)

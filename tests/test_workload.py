@@ -3,9 +3,14 @@ import asyncio
 import numpy as np
 import pytest
 
-from accelbench import runner
-from accelbench.params import load_workload
-from accelbench.workload import FIRST_ORDINARY_TOKEN_ID, arrival_offsets_s, make_prompts, rng_for
+from accelbench.config.params import load_workload
+from accelbench.measure import runner
+from accelbench.measure.workload import (
+    FIRST_ORDINARY_TOKEN_ID,
+    arrival_offsets_s,
+    make_prompts,
+    rng_for,
+)
 
 
 @pytest.mark.parametrize("burstiness", [1.0, 0.5, 4.0])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from accelbench import paths
+from accelbench.config import paths
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -17,7 +17,7 @@ def run(scenario: str, model: str | None = None, workload: str | None = None,
         stop_after_s: float | None = typer.Option(None, help="start no level after this many seconds from "
                                                   "the run's start; a run that left levels out is partial")) -> None:
     """Measure one scenario on this machine (the same call run_scenario.ipynb makes)."""
-    from accelbench.study import raise_if_failed, run_scenario
+    from accelbench.measure.study import raise_if_failed, run_scenario
     result = run_scenario(scenario, model, workload, output_dir, stop_after_s)
     typer.echo(f"{result.status}: {result.run_dir}")
     raise_if_failed(result)
@@ -26,7 +26,7 @@ def run(scenario: str, model: str | None = None, workload: str | None = None,
 @app.command()
 def scenarios() -> None:
     """List the scenarios, models and workloads in params/."""
-    from accelbench import params
+    from accelbench.config import params
     for kind, names in (("scenarios", params.scenario_names()), ("models", params.model_names()),
                         ("workloads", params.workload_names())):
         typer.echo(f"{kind}: {', '.join(names)}")
@@ -84,7 +84,7 @@ app.add_typer(prices_app, name="prices")
 def prices_refresh(region: str = "us-east-1",
                    instance: list[str] = typer.Option(None, help="instance type; repeat for several (default: all)")) -> None:
     """Read current prices from the AWS Price List API into params/prices-refreshed.yaml (needs boto3)."""
-    from accelbench.cost import refresh_prices
+    from accelbench.analysis.cost import refresh_prices
     result = refresh_prices(instance or None, region)
     typer.echo(result.message)
     if not result.prices.empty:
@@ -97,7 +97,7 @@ def prices_refresh(region: str = "us-east-1",
 def compare(run_a: str, run_b: str, output_dir: Path = paths.OUTPUTS_DIR,
             all_metrics: bool = typer.Option(False, "--all", help="show every metric, not only significant changes")) -> None:
     """Two runs of one scenario side by side (B vs A): versions, then changes whose 95% CIs do not overlap."""
-    from accelbench.compare import compare_runs
+    from accelbench.analysis.compare import compare_runs
     comp = compare_runs(run_a, run_b, output_dir)
     typer.echo(f"A: {comp.run_a}\nB: {comp.run_b}")
     for w in comp.warnings:

@@ -1,0 +1,1 @@
+"""Analyses over stored runs: summaries across repetitions, cost, roofline, audit, recommendations."""

@@ -1,0 +1,1 @@
+"""Configuration: params/ schemas and loading, reference figures, project paths."""

@@ -1,0 +1,1 @@
+"""Pure pieces many packages use: metric estimators, level identity, memory and precision."""

@@ -1,0 +1,1 @@
+"""Run folders: the typed run manifest, write-once saving, and reading every run back."""
