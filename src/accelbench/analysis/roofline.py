@@ -26,12 +26,11 @@ import pandas as pd
 from accelbench.analysis import summary
 from accelbench.config import paths
 from accelbench.config.params import Instance, ModelConfig, Resolved
-from accelbench.errors import AccelbenchError
+from accelbench.core.memory import bytes_per_param, precision_of
 from accelbench.store import runs as results
 from accelbench.store import runset
 from accelbench.store.manifest import WHOLE_LEVELS
 
-BYTES_PER_PARAM = {"bfloat16": 2.0, "float16": 2.0, "float32": 4.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 # FP8 dense peak on Hopper (H100, H200) is twice the BF16 dense peak in NVIDIA's datasheets. Other
 # accelerators get no FP8 speed-up here (A100 has no FP8 tensor cores; for the rest params/ gives no FP8
 # peak): for an fp8 run on them the compute term may overstate the bound.
@@ -58,22 +57,6 @@ def kv_bytes_per_token(model: ModelConfig, kv_bytes: float = 2.0) -> float:
     cfg = text_config(model)
     kv_heads = cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
     return 2.0 * cfg["num_hidden_layers"] * kv_heads * head_dim(model) * kv_bytes
-
-
-def bytes_per_param(precision: str) -> float:
-    if precision not in BYTES_PER_PARAM:
-        raise AccelbenchError(f"unknown precision '{precision}': valid are {', '.join(BYTES_PER_PARAM)}")
-    return BYTES_PER_PARAM[precision]
-
-
-def precision_of(resolved: Resolved) -> str:
-    """Weight precision of a scenario: its quantization if any, else its dtype ('auto' = the model's)."""
-    engine = resolved.scenario.engine
-    if engine.quantization:
-        return engine.quantization
-    if engine.dtype == "auto":
-        return str(resolved.model.hf_config.get("torch_dtype", "bfloat16"))
-    return engine.dtype
 
 
 def kv_bytes_of(precision: str) -> float:
