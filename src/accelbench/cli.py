@@ -84,7 +84,7 @@ app.add_typer(prices_app, name="prices")
 def prices_refresh(region: str = "us-east-1",
                    instance: list[str] = typer.Option(None, help="instance type; repeat for several (default: all)")) -> None:
     """Read current prices from the AWS Price List API into params/prices-refreshed.yaml (needs boto3)."""
-    from accelbench.analysis.cost import refresh_prices
+    from accelbench.analysis.prices import refresh_prices
     result = refresh_prices(instance or None, region)
     typer.echo(result.message)
     if not result.prices.empty:

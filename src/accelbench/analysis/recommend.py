@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from accelbench.analysis import cost
+from accelbench.analysis import cost, prices
 from accelbench.config import params, paths
 from accelbench.config.params import Frozen
 from accelbench.config.reference import ReferenceDocument, load_references
@@ -100,7 +100,7 @@ def projection_candidates(references: list[ReferenceDocument] | None = None,
                 if f.instance and f.model and f.metric == "output_tok_per_s"}
         for inst_name, model in sorted(keys):
             inst = instances[inst_name]
-            ours = cost.instance_price(inst, price_kind)
+            ours = prices.instance_price(inst, price_kind)
             stated = doc.find("price_usd_per_hour", inst_name)
             price, price_source = (ours.value, f"params/instances.yaml ({ours.source}, {ours.date})") if ours else \
                 (stated[0].value, f"{doc.document}, {stated[0].section}") if stated else (np.nan, "no price")
