@@ -4,15 +4,20 @@
 
 Each <table> is read as its caption plus its cells' text, in document order; the tables are paired by
 caption (then by order among equal captions) and every cell is compared as text, so a number that moved
-by one rounding step shows. Exits 1 and prints each difference when any table differs.
+by one rounding step shows. The prose outside tables (headings, paragraphs, list items: where the
+findings and notes carry numbers too) is compared block by block. Exits 1 and prints each difference.
 """
 
 from __future__ import annotations
 
+import difflib
 import sys
 from collections import defaultdict
 from html.parser import HTMLParser
 from pathlib import Path
+
+
+BLOCKS = ("p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "div", "table", "pre", "figcaption")
 
 
 class Tables(HTMLParser):
@@ -23,8 +28,21 @@ class Tables(HTMLParser):
         self._row: list[str] | None = None
         self._caption: list[str] | None = None
         self._depth = 0
+        self._skip = 0  # inside <style> or <script>
+        self.prose: list[str] = []
+        self._block: list[str] = []
+
+    def _flush(self) -> None:
+        text = " ".join("".join(self._block).split())
+        if text:
+            self.prose.append(text)
+        self._block = []
 
     def handle_starttag(self, tag, attrs):
+        if tag in ("style", "script"):
+            self._skip += 1
+        if tag in BLOCKS:
+            self._flush()
         if tag == "table":
             self._depth += 1
             self.tables.append({"caption": "", "rows": []})
@@ -36,6 +54,10 @@ class Tables(HTMLParser):
             self._cell = []
 
     def handle_endtag(self, tag):
+        if tag in ("style", "script"):
+            self._skip -= 1
+        if tag in BLOCKS:
+            self._flush()
         if tag == "table":
             self._depth -= 1
         elif tag == "caption" and self._caption is not None:
@@ -49,14 +71,22 @@ class Tables(HTMLParser):
             self._row = None
 
     def handle_data(self, data):
+        if not self._depth and not self._skip:
+            self._block.append(data)
         for part in (self._cell, self._caption):
             if part is not None:
                 part.append(data)
 
 
-def tables(path: Path) -> dict[tuple[str, int], list[list[str]]]:
+def parse(path: Path) -> Tables:
     parser = Tables()
     parser.feed(path.read_text())
+    parser.close()
+    return parser
+
+
+def tables(path: Path) -> dict[tuple[str, int], list[list[str]]]:
+    parser = parse(path)
     seen: dict[str, int] = defaultdict(int)
     out = {}
     for t in parser.tables:
@@ -81,6 +111,10 @@ def diff(old: Path, new: Path) -> list[str]:
                 if len(x) != len(y):
                     cells.append(f"{len(x)} cells before, {len(y)} after")
                 problems.append(f"table {key[0][:60]!r} row {i}: " + "; ".join(cells))
+    pa, pb = parse(old).prose, parse(new).prose
+    for line in difflib.unified_diff(pa, pb, "before", "after", n=0, lineterm=""):
+        if not line.startswith(("---", "+++", "@@")):
+            problems.append(f"prose {line[:200]}")
     return problems
 
 
