@@ -211,8 +211,8 @@ def test_fleet_runs_each_scenario_on_its_node_and_brings_the_run_back(two_types,
 
     # run again at the commit the runs were made at (pinned: another commit landing in this checkout
     # meanwhile must not turn the skip into a rerun): nothing runs; at another commit both would rerun
-    commit = results.load_manifest(outcomes["cpu@type-a"].run_dir).environment.git
-    monkeypatch.setattr("accelbench.measure.environment.git_state", lambda: commit)
+    git = results.load_manifest(outcomes["cpu@type-a"].run_dir).environment.git.model_dump()  # git_state()'s dict
+    monkeypatch.setattr("accelbench.measure.environment.git_state", lambda: git)
     again = fleet.run_fleet(["cpu"], address=cluster.address, outputs_dir=tmp_path, workload="cpu-smoke",
                             progress=False)
     assert {k: (o.status, o.run_dir) for k, o in again.items()} == {
