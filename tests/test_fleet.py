@@ -50,7 +50,7 @@ def _cluster(*labels: str) -> tuple[Cluster, dict[str, Any]]:
 
 def _kill_node(cluster: Cluster, node: Any) -> None:
     """The node disappears: its raylet and the Ray workers under it die at once (the notebook's processes
-    then go too: fleet.guard sees its worker gone)."""
+    then go too: fleet.node.guard sees its worker gone)."""
     tree = psutil.Process(node.all_processes["raylet"][0].process.pid).children(recursive=True)
     cluster.remove_node(node, allow_graceful=False)
     for proc in tree:

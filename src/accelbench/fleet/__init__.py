@@ -5,16 +5,15 @@ progress (status board and view), driver (run_fleet). Conventions: docs/fleet.md
 """
 
 from accelbench.fleet.driver import Outcome, run_fleet
-from accelbench.fleet.node import JOB_ENV_VAR, execute_on_node, guard, notebook_env
+from accelbench.fleet.node import JOB_ENV_VAR, notebook_env
 from accelbench.fleet.plan import (
     Job,
     completed_run,
-    expand_scenarios,
     node_prices,
     plan_jobs,
     resource_label,
 )
 from accelbench.fleet.progress import NAMESPACE, STATUS_ACTOR
 
-__all__ = ["JOB_ENV_VAR", "NAMESPACE", "STATUS_ACTOR", "Job", "Outcome", "completed_run", "execute_on_node",
-           "expand_scenarios", "guard", "node_prices", "notebook_env", "plan_jobs", "resource_label", "run_fleet"]
+__all__ = ["JOB_ENV_VAR", "NAMESPACE", "STATUS_ACTOR", "Job", "Outcome", "completed_run", "node_prices",
+           "notebook_env", "plan_jobs", "resource_label", "run_fleet"]
