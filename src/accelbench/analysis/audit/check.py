@@ -115,6 +115,14 @@ class Context:
                 return f
         return None
 
+    def of(self, metric: str) -> list[Figure]:
+        """The document's figures of one metric, in document order."""
+        return [f for f in self.doc.figures if f.metric == metric]
+
+    def beside(self, f: Figure, metric: str) -> Figure | None:
+        """The document's `metric` figure for the same hardware as f, whatever its model (an instance fact)."""
+        return self.one(metric, self.key(f), any_model=True)
+
     @staticmethod
     def label(f: Figure) -> str:
         return f.hardware_label or f.instance or "?"

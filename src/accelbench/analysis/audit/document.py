@@ -17,7 +17,7 @@ from accelbench.analysis.audit.check import (
     close,
     g,
 )
-from accelbench.config.reference import Relation
+from accelbench.config.reference import Figure, Relation
 
 
 def _relation_arithmetic(r: Relation, v: list[float]) -> tuple[float, str]:
@@ -62,12 +62,10 @@ def stated_arithmetic(ctx: Context) -> Iterator[Finding]:
 
 def cost_formula(ctx: Context) -> Iterator[Finding]:
     """Each stated USD per 1M tokens against cost.FORMULA with the document's own price and throughput."""
-    for c in ctx.doc.figures:
-        if c.metric != "usd_per_m_tokens" or c.concurrency is not None:
+    for c in ctx.of("usd_per_m_tokens"):
+        if c.concurrency is not None:
             continue
-        key = ctx.key(c)
-        price = ctx.one("price_usd_per_hour", key, any_model=True)
-        tput = ctx.one("output_tok_per_s", key, c.model)
+        price, tput = ctx.beside(c, "price_usd_per_hour"), ctx.one("output_tok_per_s", ctx.key(c), c.model)
         if price is None or tput is None:
             continue
         x = cost.usd_per_m_output_tokens(price.value, tput.value)
@@ -84,14 +82,19 @@ def cost_formula(ctx: Context) -> Iterator[Finding]:
                               if ctx.doc.stated_formula else ""))
 
 
+def _at_one_request(ctx: Context, metric: str) -> Iterator[tuple[Figure, Figure]]:
+    """Each throughput stated at one concurrent request, with the same configuration's `metric` figure
+    (stated without a concurrency)."""
+    for t in ctx.doc.figures:
+        if t.metric == "output_tok_per_s" and t.concurrency == 1:
+            other = ctx.one(metric, ctx.key(t), t.model)
+            if other is not None:
+                yield t, other
+
+
 def throughput_vs_itl(ctx: Context) -> Iterator[Finding]:
     """Throughput at one concurrent request cannot exceed 1000 / the stated ITL."""
-    for t in ctx.doc.figures:
-        if t.metric != "output_tok_per_s" or t.concurrency != 1:
-            continue
-        itl = ctx.one("itl_ms", ctx.key(t), t.model)
-        if itl is None:
-            continue
+    for t, itl in _at_one_request(ctx, "itl_ms"):
         per_request = 1000 / itl.value
         yield Finding(f"{ctx.label(t)} {t.model}: {g(t.value)} output tokens/s at 1 concurrent request, "
                       f"with ITL {g(itl.value)} ms",
@@ -102,12 +105,7 @@ def throughput_vs_itl(ctx: Context) -> Iterator[Finding]:
 
 def scaling_vs_headline(ctx: Context) -> Iterator[Finding]:
     """The scaling table's concurrency-1 row against the headline throughput of the same configuration."""
-    for row in ctx.doc.figures:
-        if row.metric != "output_tok_per_s" or row.concurrency != 1:
-            continue
-        head = ctx.one("output_tok_per_s", ctx.key(row), row.model)
-        if head is None:
-            continue
+    for row, head in _at_one_request(ctx, "output_tok_per_s"):
         ok = close(row.value, head.value, TOL_ROUNDING_PCT)
         yield Finding(f"{ctx.label(row)} {row.model}: scaling-table row at 1 concurrent request "
                       f"({g(row.value)}) vs headline throughput ({g(head.value)})",
@@ -117,16 +115,10 @@ def scaling_vs_headline(ctx: Context) -> Iterator[Finding]:
 
 def price_per_accelerator_hour(ctx: Context) -> Iterator[Finding]:
     """A stated per-accelerator price against the instance price / its accelerator count."""
-    for a in ctx.doc.figures:
-        if a.metric != "usd_per_accelerator_hour":
-            continue
-        key = ctx.key(a)
-        price = ctx.one("price_usd_per_hour", key, any_model=True)
-        count = ctx.one("accelerator_count", key, any_model=True)
-        if price is None:
-            continue
+    for a in ctx.of("usd_per_accelerator_hour"):
+        price, count = ctx.beside(a, "price_usd_per_hour"), ctx.beside(a, "accelerator_count")
         n = count.value if count else (ctx.instances[a.instance].accelerator_count if a.instance else None)
-        if n is None:
+        if price is None or n is None:
             continue
         x = price.value / n
         yield Finding(f"{ctx.label(a)}: ${g(a.value)} per accelerator-hour",
@@ -136,12 +128,8 @@ def price_per_accelerator_hour(ctx: Context) -> Iterator[Finding]:
 
 def total_memory(ctx: Context) -> Iterator[Finding]:
     """A stated total memory against memory per accelerator x accelerators, both as stated."""
-    for t in ctx.doc.figures:
-        if t.metric != "total_accelerator_memory_gb":
-            continue
-        key = ctx.key(t)
-        mem = ctx.one("memory_per_accelerator_gb", key, any_model=True)
-        count = ctx.one("accelerator_count", key, any_model=True)
+    for t in ctx.of("total_accelerator_memory_gb"):
+        mem, count = ctx.beside(t, "memory_per_accelerator_gb"), ctx.beside(t, "accelerator_count")
         if mem is None or count is None:
             continue
         x = mem.value * count.value

@@ -16,7 +16,7 @@ from accelbench.analysis.audit.check import (
     g,
     not_checkable,
 )
-from accelbench.config.params import Instance
+from accelbench.config.params import Instance, Sourced
 from accelbench.config.reference import Figure
 
 ACCELERATOR_TOKENS = ("H200", "H100", "A100", "A10G", "L40S", "Trainium2", "Inferentia2")
@@ -68,43 +68,45 @@ def _named_accelerator(ctx: Context, f: Figure, inst: Instance, where: str) -> I
 
 def _stated_fact(ctx: Context, f: Figure, inst: Instance, where: str) -> Finding | None:
     """The figure's own fact (count, memory, bandwidth, peak, price) against the instance's, if it is one."""
-    mem, bw, peak = inst.memory_per_accelerator_gb, inst.memory_bandwidth_per_accelerator_gb_s, \
-        inst.peak_dense_bf16_tflop_s
     n = inst.accelerator_count
     if f.metric == "accelerator_count":
         return Finding(f"{inst.name}: {g(f.value)} accelerators ({f.quote})",
                        f"{where}.accelerator_count = {n}; stated {g(f.value)}", f.value == n, ctx.src(f))
-    if f.metric == "memory_per_accelerator_gb":
-        return Finding(f"{inst.name}: {g(f.value)} GB per accelerator",
-                       f"{where}.memory_per_accelerator_gb = {g(mem.value)}; stated {g(f.value)}",
-                       close(f.value, mem.value, TOL_ROUNDING_PCT), ctx.src(f, extra=f"{mem.source} ({mem.date})"))
-    if f.metric == "total_accelerator_memory_gb":
-        x = n * mem.value
-        return Finding(f"{inst.name}: {g(f.value)} GB of accelerator memory ({f.quote})",
-                       f"{n} x {g(mem.value)} GB = {g(x)} GB ({where}); stated {g(f.value)}",
-                       close(f.value, x, TOL_ROUNDING_PCT), ctx.src(f, extra=f"{mem.source} ({mem.date})"))
-    if f.metric == "memory_bandwidth_gb_s":
-        x = n * bw.value
-        ok = close(f.value, bw.value, TOL_ROUNDING_PCT) or close(f.value, x, TOL_ROUNDING_PCT)
-        return Finding(f"{f.hardware_label}: memory bandwidth {g(f.value)} GB/s ({f.quote})",
-                       f"{where}: {g(bw.value)} GB/s per accelerator, {n} x {g(bw.value)} = {g(x)} GB/s per "
-                       f"instance; stated {g(f.value)} (holds if it matches either)", ok,
-                       ctx.src(f, extra=f"{bw.source} ({bw.date})"))
-    if f.metric == "peak_fp16_tflop_s":
-        x = n * peak.value
-        return Finding(f"{f.hardware_label}: {g(f.value)} TFLOP/s FP16 ({f.quote})",
-                       f"{n} x {g(peak.value)} dense BF16/FP16 TFLOP/s = {g(x)} ({where}); stated {g(f.value)}",
-                       close(f.value, x, TOL_ROUNDING_PCT), ctx.src(f, extra=f"{peak.source} ({peak.date})"))
     if f.metric == "price_usd_per_hour":
         p = inst.prices.on_demand_usd_per_hour
         if p is None:
             return not_checkable(f"{inst.name}: ${g(f.value)}/h", f"{where} has no on-demand price", ctx.src(f),
                                  "not checkable: no on-demand price in params/instances.yaml")
-        return Finding(f"{inst.name}: ${g(f.value)}/h on demand ({f.quote})",
-                       f"{where}.prices.on_demand_usd_per_hour = {g(p.value)}; stated {g(f.value)} "
-                       f"({100 * (f.value / p.value - 1):+.1f}%)", close(f.value, p.value, TOL_PRICE_PCT),
-                       ctx.src(f, extra=f"{p.source} ({p.date})"))
+        claim = f"{inst.name}: ${g(f.value)}/h on demand ({f.quote})"
+        text = f"{where}.prices.on_demand_usd_per_hour = {g(p.value)}; stated {g(f.value)} " \
+               f"({100 * (f.value / p.value - 1):+.1f}%)"
+        return _against(ctx, f, claim, text, close(f.value, p.value, TOL_PRICE_PCT), p)
+    mem, bw, peak = inst.memory_per_accelerator_gb, inst.memory_bandwidth_per_accelerator_gb_s, \
+        inst.peak_dense_bf16_tflop_s
+    if f.metric == "memory_per_accelerator_gb":
+        claim = f"{inst.name}: {g(f.value)} GB per accelerator"
+        text = f"{where}.memory_per_accelerator_gb = {g(mem.value)}; stated {g(f.value)}"
+        return _against(ctx, f, claim, text, close(f.value, mem.value, TOL_ROUNDING_PCT), mem)
+    if f.metric == "total_accelerator_memory_gb":
+        claim = f"{inst.name}: {g(f.value)} GB of accelerator memory ({f.quote})"
+        text = f"{n} x {g(mem.value)} GB = {g(n * mem.value)} GB ({where}); stated {g(f.value)}"
+        return _against(ctx, f, claim, text, close(f.value, n * mem.value, TOL_ROUNDING_PCT), mem)
+    if f.metric == "memory_bandwidth_gb_s":
+        claim = f"{f.hardware_label}: memory bandwidth {g(f.value)} GB/s ({f.quote})"
+        text = f"{where}: {g(bw.value)} GB/s per accelerator, {n} x {g(bw.value)} = {g(n * bw.value)} GB/s per " \
+               f"instance; stated {g(f.value)} (holds if it matches either)"
+        ok = close(f.value, bw.value, TOL_ROUNDING_PCT) or close(f.value, n * bw.value, TOL_ROUNDING_PCT)
+        return _against(ctx, f, claim, text, ok, bw)
+    if f.metric == "peak_fp16_tflop_s":
+        claim = f"{f.hardware_label}: {g(f.value)} TFLOP/s FP16 ({f.quote})"
+        text = f"{n} x {g(peak.value)} dense BF16/FP16 TFLOP/s = {g(n * peak.value)} ({where}); stated {g(f.value)}"
+        return _against(ctx, f, claim, text, close(f.value, n * peak.value, TOL_ROUNDING_PCT), peak)
     return None
+
+
+def _against(ctx: Context, f: Figure, claim: str, arithmetic: str, holds: bool, fact: Sourced) -> Finding:
+    """A finding whose source cites the figure and the params/ fact it was held against."""
+    return Finding(claim, arithmetic, holds, ctx.src(f, extra=f"{fact.source} ({fact.date})"))
 
 
 def instance_facts(ctx: Context) -> Iterator[Finding]:

@@ -7,7 +7,8 @@ Each check looks at one figure at a time; a figure whose hardware is not in para
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from accelbench.analysis import roofline
@@ -35,6 +36,9 @@ class _Placed:
     source: str
 
 
+BoundCheck = Callable[[Context, Figure, _Placed], Iterator[Finding]]
+
+
 def _precision(ctx: Context, f: Figure) -> str:
     return "bfloat16" if f.metric in DEPLOYMENT_METRICS else ctx.doc.precision or "bfloat16"
 
@@ -60,6 +64,23 @@ def _unplaced(ctx: Context, f: Figure) -> Finding:
     return not_checkable(f"{ctx.label(f)} {f.model}: {f.metric} {g(f.value)}",
                          "the hardware is not in params/instances.yaml", ctx.src(f),
                          "not checkable: hardware not in params/instances.yaml")
+
+
+def _bound(metrics: tuple[str, ...]) -> Callable[[BoundCheck], Callable[[Context, Figure], Iterator[Finding]]]:
+    """A bound check of figures of `metrics`, given them placed on their hardware; a figure whose hardware is
+    not in params/instances.yaml gets a "not checkable" row instead."""
+    def wrap(check: BoundCheck) -> Callable[[Context, Figure], Iterator[Finding]]:
+        @functools.wraps(check)
+        def find(ctx: Context, f: Figure) -> Iterator[Finding]:
+            if not _in_scope(f, metrics):
+                return
+            p = _place(ctx, f)
+            if p is None:
+                yield _unplaced(ctx, f)
+                return
+            yield from check(ctx, f, p)
+        return find
+    return wrap
 
 
 def _context_tokens(ctx: Context) -> float:
@@ -107,13 +128,9 @@ def context_fits(ctx: Context, f: Figure) -> Iterator[Finding]:
                   f"vs {g(hw.memory_gb)} GB{alt}", ok, ctx.src(f, extra=p.source))
 
 
-def itl_vs_decode_bound(ctx: Context, f: Figure) -> Iterator[Finding]:
+@_bound(DECODE_METRICS)
+def itl_vs_decode_bound(ctx: Context, f: Figure, p: _Placed) -> Iterator[Finding]:
     """A stated ITL (or per-request decode rate) no lower than the decode step's bandwidth bound."""
-    if not _in_scope(f, DECODE_METRICS):
-        return
-    if (p := _place(ctx, f)) is None:
-        yield _unplaced(ctx, f)
-        return
     m, hw, precision, context = p.model, p.hw, p.precision, _context_tokens(ctx)
     itl = f.value if f.metric == "itl_ms" else 1000 / f.value
     batch = f.concurrency or 1
@@ -128,13 +145,9 @@ def itl_vs_decode_bound(ctx: Context, f: Figure) -> Iterator[Finding]:
                   itl >= bound, ctx.src(f, extra=p.source))
 
 
-def ttft_vs_prefill_bound(ctx: Context, f: Figure) -> Iterator[Finding]:
+@_bound(("ttft_ms",))
+def ttft_vs_prefill_bound(ctx: Context, f: Figure, p: _Placed) -> Iterator[Finding]:
     """A stated TTFT no lower than the prefill bound for the document's input length."""
-    if not _in_scope(f, ("ttft_ms",)):
-        return
-    if (p := _place(ctx, f)) is None:
-        yield _unplaced(ctx, f)
-        return
     w_in = ctx.doc.input_tokens
     if not w_in:
         return
@@ -146,13 +159,9 @@ def ttft_vs_prefill_bound(ctx: Context, f: Figure) -> Iterator[Finding]:
                   f"stated {g(f.value)} ms", f.value >= bound, ctx.src(f, extra=p.source))
 
 
-def throughput_vs_bandwidth(ctx: Context, f: Figure) -> Iterator[Finding]:
+@_bound(THROUGHPUT_METRICS)
+def throughput_vs_bandwidth(ctx: Context, f: Figure, p: _Placed) -> Iterator[Finding]:
     """Stated throughput at a concurrency no higher than concurrency tokens per decode-step bound."""
-    if not _in_scope(f, THROUGHPUT_METRICS):
-        return
-    if (p := _place(ctx, f)) is None:
-        yield _unplaced(ctx, f)
-        return
     if f.concurrency is None:
         yield not_checkable(f"{p.label} {f.model}: {g(f.value)} {f.metric}",
                             "no concurrency stated, so no batch size to bound it with", ctx.src(f),
