@@ -6,12 +6,14 @@ Every file under params/ loads through here; a bad file fails at load time namin
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from accelbench.config import paths
+from accelbench.config.neuron import NeuronSettings, check_resolved, check_scenario
 from accelbench.errors import AccelbenchError
 
 Backend = Literal["cpu", "cuda", "neuron"]
@@ -123,7 +125,8 @@ class EngineSettings(Frozen):
     max_num_seqs: int = Field(256, ge=1, description="most sequences vLLM schedules at once")
     max_num_batched_tokens: int | None = Field(None, ge=1, description="tokens per scheduler step")
     enforce_eager: bool = Field(False, description="disable CUDA graphs / compilation")
-    neuron: dict[str, Any] = Field(default_factory=dict, description="neuron backend settings")
+    neuron: NeuronSettings | None = Field(None, description="neuron backend only: NxD Inference settings "
+                                                           "(config/neuron.py); absent = the plugin's defaults")
 
 
 class Scenario(Frozen):
@@ -141,6 +144,7 @@ class Scenario(Frozen):
         tp = self.engine.tensor_parallel_size
         if self.accelerators_used % tp:
             raise ValueError(f"engine.tensor_parallel_size={tp} must divide accelerators_used={self.accelerators_used}")
+        check_scenario(self)
         return self
 
 
@@ -176,6 +180,7 @@ class Resolved(Frozen):
         if s.engine.max_model_len > self.model.max_position_embeddings:
             raise ValueError(f"{where}: engine.max_model_len={s.engine.max_model_len} exceeds model "
                              f"'{self.model.name}' max_position_embeddings={self.model.max_position_embeddings}")
+        check_resolved(s, i, self.model, w, where)
         return self
 
 
@@ -192,9 +197,31 @@ def _build(cls: type[Frozen], data: Any, path: Path, **extra: Any) -> Any:
     try:
         return cls(**{**extra, **data})
     except ValidationError as e:
-        problems = "; ".join(f"field '{'.'.join(map(str, err['loc'])) or '(file)'}': {err['msg']}"
-                             for err in e.errors())
-        raise AccelbenchError(f"{path}: {problems}") from None
+        raise AccelbenchError(f"{path}: {'; '.join(_problem(cls, err) for err in e.errors())}") from None
+
+
+def _problem(cls: type[BaseModel], err: Any) -> str:
+    """One validation error as 'field 'a.b': reason', listing the valid fields where a key is unknown."""
+    loc, msg = tuple(err["loc"]), err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden" and (valid := _fields_at(cls, loc[:-1])):
+        msg += f" (valid fields here: {', '.join(valid)})"
+    return f"field '{'.'.join(map(str, loc))}': {msg}" if loc else msg
+
+
+def _fields_at(cls: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The fields of the model found by following `loc` down from `cls`; [] where it leads elsewhere."""
+    model: Any = cls
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return []
+        ann = field.annotation
+        options = get_args(ann) if get_origin(ann) in (Union, UnionType) else (ann,)
+        models = [o for o in options if isinstance(o, type) and issubclass(o, BaseModel)]
+        if not models:
+            return []
+        model = models[0]
+    return list(model.model_fields)
 
 
 def _names(directory: Path) -> list[str]:
