@@ -167,6 +167,30 @@ def test_params_workload_unknown_key_lists_valid_fields(tree):
     assert "burstiness" in str(e.value).split("valid fields here:")[1]
 
 
+def test_params_poisson_arrival_with_burstiness_is_refused_at_load(tree):
+    _edit(tree / "workloads" / "seed-512-128.yaml", burstiness=2.0)   # the file says arrival: poisson
+    with pytest.raises(AccelbenchError) as e:
+        params.load_workload("seed-512-128")
+    msg = str(e.value)
+    assert "seed-512-128.yaml" in msg and "field 'burstiness'" in msg and "2.0 with arrival 'poisson'" in msg
+    assert "arrival: gamma" in msg  # what would be valid
+
+
+def test_params_gamma_arrival_takes_burstiness(tree):
+    _edit(tree / "workloads" / "seed-512-128.yaml", arrival="gamma", burstiness=2.0)
+    w = params.load_workload("seed-512-128")
+    assert (w.arrival, w.burstiness) == ("gamma", 2.0)
+    _edit(tree / "workloads" / "seed-512-128.yaml", arrival="uniform")
+    with pytest.raises(AccelbenchError, match=r"seed-512-128\.yaml: field 'arrival': Input should be 'poisson' or 'gamma'"):
+        params.load_workload("seed-512-128")
+
+
+def test_params_committed_workloads_keep_their_arrivals():
+    arrivals = {n: (params.load_workload(n).arrival, params.load_workload(n).burstiness) for n in WORKLOADS}
+    assert arrivals["idle-512-128"] == ("gamma", 50.0)
+    assert all(b == 1.0 for a, b in arrivals.values() if a == "poisson")
+
+
 def test_params_committed_manifests_load_with_their_params():
     from accelbench.store.manifest import RunManifest
     found = sorted(paths.results_dir().glob("*/*/manifest.json"))

@@ -10,13 +10,22 @@ from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from accelbench.config import paths
 from accelbench.config.neuron import NeuronSettings, check_resolved, check_scenario
 from accelbench.errors import AccelbenchError
 
 Backend = Literal["cpu", "cuda", "neuron"]
+Arrival = Literal["poisson", "gamma"]
 
 
 class Frozen(BaseModel):
@@ -79,8 +88,10 @@ class Workload(Frozen):
     output_tokens: int = Field(ge=1, description="generated tokens, every request (ignore_eos)")
     concurrency_levels: list[int] = Field(description="closed-loop levels: clients each with one request in flight")
     request_rates_per_s: list[float] = Field(default_factory=list, description="open-loop offered rates, requests/s")
-    arrival: Literal["poisson", "gamma"] = Field("poisson", description="open-loop inter-arrival distribution")
-    burstiness: float = Field(1.0, gt=0, description="gamma shape; 1 = Poisson, <1 burstier")
+    arrival: Arrival = Field("poisson", description="open-loop arrival process: poisson (exponential gaps) or "
+                                                    "gamma (gaps of shape `burstiness`)")
+    burstiness: float = Field(1.0, gt=0, description="arrival gamma: the gaps' gamma shape; 1 = Poisson, <1 "
+                                                     "burstier, >1 more regular; poisson needs 1")
     max_concurrency: int | None = Field(None, ge=1, description="cap on requests in flight in open-loop levels")
     requests_per_worker: int = Field(4, ge=1, description="closed loop: requests sent per client per level")
     min_requests_per_level: int = Field(8, ge=1, description="at least this many requests in a level")
@@ -94,6 +105,15 @@ class Workload(Frozen):
     repetitions: int = Field(3, ge=1, description="times each level is measured")
     seed: int = Field(0, description="seed for prompt token ids and arrivals")
     validate_with_serve: bool = Field(False, description="also run vllm bench serve on the same levels")
+
+    @field_validator("burstiness")
+    @classmethod
+    def _burstiness_fits_arrival(cls, v: float, info: ValidationInfo) -> float:
+        if info.data.get("arrival") == "poisson" and v != 1:
+            raise ValueError(f"{v} with arrival 'poisson', whose gaps are exponential (burstiness 1); valid: "
+                             f"arrival: gamma for gamma gaps of shape {v}, or burstiness 1 (the default) for "
+                             f"Poisson arrivals")
+        return v
 
     @model_validator(mode="after")
     def _levels(self) -> Workload:
