@@ -141,19 +141,17 @@ def energy(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
 # --- the decision sections ---------------------------------------------------------------------------
 
 @runset.per_run_set
-def costs(output_dir: Path | str = paths.OUTPUTS_DIR, basis: str = COST_BASIS,
-          price_kind: str = PRICE_KIND) -> pd.DataFrame:
-    """cost.cost_table over every completed run's levels (cost.run_costs, with fixtures kept so they can be
-    shown marked), labelled."""
+def costs(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
+    """cost.cost_table on the report's basis and price kind over every completed run's levels (fixtures kept so
+    they can be shown marked), labelled."""
     s = summaries.measured(output_dir, include_fixtures=True)
-    return labelled(cost.cost_table(s, basis, price_kind), output_dir) if not s.empty else s
+    return labelled(cost.cost_table(s, COST_BASIS, PRICE_KIND), output_dir) if not s.empty else s
 
 
 @runset.per_run_set
-def costs_at_slo(output_dir: Path | str = paths.OUTPUTS_DIR, basis: str = COST_BASIS,
-                 price_kind: str = PRICE_KIND) -> pd.DataFrame:
+def costs_at_slo(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
     """cost.cost_at_slo: per run and SLO profile of its model, the cheapest level meeting the profile."""
-    c = costs(output_dir, basis, price_kind)
+    c = costs(output_dir)
     at = cost.cost_at_slo(c) if not c.empty else pd.DataFrame()
     return labelled(at, output_dir) if not at.empty else at
 
@@ -227,19 +225,34 @@ def audit_counts(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
 
 
 @runset.per_run_set
-def recommendations(output_dir: Path | str = paths.OUTPUTS_DIR, include_projections: bool = False) -> pd.DataFrame:
-    """recommend.recommend over the completed or partial, non-fixture runs (and the seeds' projections if asked),
-    costed on the report's basis (cost.run_costs)."""
-    costed = cost.run_costs(output_dir, COST_BASIS, PRICE_KIND)
+def recommendations(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
+    """recommend.recommend over the completed or partial, non-fixture runs, costed on the report's basis
+    (cost.run_costs)."""
+    return _recommend(output_dir, include_projections=False)
+
+
+@runset.per_run_set
+def recommendations_with_projections(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
+    """recommendations with the seeds' projections as candidates too."""
+    return _recommend(output_dir, include_projections=True)
+
+
+@runset.per_run_set
+def _measured_costs(output_dir: Path | str) -> pd.DataFrame:
+    return cost.run_costs(output_dir, COST_BASIS, PRICE_KIND)
+
+
+def _recommend(output_dir: Path | str, include_projections: bool) -> pd.DataFrame:
+    costed = _measured_costs(output_dir)
     return recommend.recommend(costed if not costed.empty else None, include_projections=include_projections,
                                basis=COST_BASIS, price_kind=PRICE_KIND)
 
 
 @runset.per_run_set
 def recommendation_changes(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
-    """recommendations with the seeds' projections, only the rows that differ from the measured-only ones."""
-    rec = recommendations(output_dir, True)
-    measured = recommendations(output_dir, False)
+    """recommendations_with_projections, only the rows that differ from the measured-only ones."""
+    rec = recommendations_with_projections(output_dir)
+    measured = recommendations(output_dir)
     if rec.empty or measured.empty:
         return rec
     keys = ["profile", "model", "input_tokens", "output_tokens", "winner", "sentence"]
