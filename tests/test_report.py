@@ -19,6 +19,7 @@ from test_views import H200_SYSTEM, _save, three_runs
 from accelbench import report
 from accelbench.analysis import cost, roofline, runs, validation, views
 from accelbench.config import params, paths
+from accelbench.errors import AccelbenchError
 from accelbench.report import labels, plots
 from accelbench.report.labels import LABELS
 
@@ -105,6 +106,11 @@ def test_every_view_says_no_runs_yet_without_runs(tmp_path):
     for name, view in shown.items():
         assert isinstance(view, Markdown) and "No runs yet" in view.data, name
     assert "TTFT = first_token_s" in report.methods(tmp_path).data
+
+
+def test_an_unknown_table_is_refused_naming_the_tables(tmp_path):
+    with pytest.raises(AccelbenchError, match="no report table 'latncy': the tables are runs, glance"):
+        report.table("latncy", tmp_path)
 
 
 # --- the decision sections ---------------------------------------------------------------------------

@@ -79,6 +79,8 @@ def styled(df: Frame, columns: list[str], caption: str = "", na_rep: str = "—"
 
 def table(name: str, output_dir: Path | str = paths.OUTPUTS_DIR) -> Styler | Markdown:
     """TABLES[name] over the runs under output_dir: its view's rows, labelled from LABELS and rounded."""
+    if name not in TABLES:
+        raise AccelbenchError(f"no report table '{name}': the tables are {', '.join(TABLES)}")
     spec = TABLES[name]
     try:
         data = spec.view(output_dir)
