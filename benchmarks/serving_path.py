@@ -41,11 +41,14 @@ import pandas as pd
 from accelbench.config import paths
 from accelbench.config.params import Resolved, resolve
 from accelbench.core import metrics
-from accelbench.measure import validation
+from accelbench.core.serve_method import ENGINE_SIDE
+from accelbench.measure import serve
 from accelbench.measure.engines import backend_module
 from accelbench.measure.engines.vllm_engine import VllmEngine
 from accelbench.measure.environment import collect_environment
 from accelbench.measure.runner import Clock, closed_loop
+from accelbench.measure.serve_results import bench_requests, streamed_record
+from accelbench.measure.tokenizer import serve_model_dir, token_word
 from accelbench.measure.workload import make_prompts, rng_for
 
 BASELINE = "in-process"
@@ -110,14 +113,14 @@ def stream_request(conn: http.client.HTTPConnection, request_id: str, body: byte
     out = int(usage.get("completion_tokens", 0))
     if error is None and out != max_tokens:
         error = f"short output: {out} of {max_tokens} tokens"
-    return validation.streamed_record(request_id, submit, times, input_tokens, out, error)
+    return streamed_record(request_id, submit, times, input_tokens, out, error)
 
 
-def client_variant(server: validation.Server, model: str, name: str, prompts: list[list[int]],
+def client_variant(server: serve.Server, model: str, name: str, prompts: list[list[int]],
                    warm: list[list[int]], as_text: bool, max_tokens: int,
                    clock: Clock) -> tuple[list[dict[str, Any]], dict[str, float]]:
     def body(prompt: list[int]) -> bytes:
-        return completion_body(model, " ".join(map(validation.token_word, prompt)) if as_text else prompt,
+        return completion_body(model, " ".join(map(token_word, prompt)) if as_text else prompt,
                                max_tokens)
 
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
@@ -133,17 +136,17 @@ def client_variant(server: validation.Server, model: str, name: str, prompts: li
     return records, {k: after[k] - before.get(k, 0.0) for k in after}
 
 
-def bench_serve_variant(resolved: Resolved, server: validation.Server, model_dir: Path, work: Path,
+def bench_serve_variant(resolved: Resolved, server: serve.Server, model_dir: Path, work: Path,
                         env: dict[str, str]) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """bench serve at concurrency 1 with the validation's own command lines (warm-up run, measured run)."""
-    warmup = validation.warmup_bench_args(resolved, model_dir, server.port, 1)
-    args = validation.bench_args(resolved, model_dir, server.port, 1, work, "bench_serve_c1.json")
-    validation.run_bench(warmup, env, work / "bench_serve_c1.log", server, what="bench serve's warm-up run")
+    warmup = serve.warmup_bench_args(resolved, model_dir, server.port, 1)
+    args = serve.bench_args(resolved, model_dir, server.port, 1, work, "bench_serve_c1.json")
+    serve.run_bench(warmup, env, work / "bench_serve_c1.log", server, what="bench serve's warm-up run")
     before = server.counters()
-    validation.run_bench(args, env, work / "bench_serve_c1.log", server)
+    serve.run_bench(args, env, work / "bench_serve_c1.log", server)
     after = server.counters()
     result = json.loads((work / "bench_serve_c1.json").read_text())
-    records = validation.bench_requests(result, 1).assign(variant="server, bench serve")
+    records = bench_requests(result, 1).assign(variant="server, bench serve")
     return records.to_dict("records"), {k: after[k] - before.get(k, 0.0) for k in after}
 
 
@@ -152,11 +155,11 @@ def server_variants(resolved: Resolved, serve_kwargs: dict[str, Any], prompts: d
                     records: list[dict[str, Any]], deltas: dict[str, dict[str, float]]) -> dict[str, Any]:
     """Serve the same engine config and measure the three client variants into `records` and `deltas`
     (kept up to a failure); returns the server's command line and tokenizer facts."""
-    model_dir, tokenizer = validation.serve_model_dir(resolved, paths.OUTPUTS_DIR)
+    model_dir, tokenizer = serve_model_dir(resolved, paths.OUTPUTS_DIR)
     env = {**os.environ, **backend_module(resolved.scenario.backend).engine_env(resolved)}
-    port = validation.free_port()
-    facts = dict(server_command=validation.server_args(serve_kwargs, model_dir, port), tokenizer=tokenizer)
-    with validation.Server(facts["server_command"], env, work / "server.log", port) as server:
+    port = serve.free_port()
+    facts = dict(server_command=serve.server_args(serve_kwargs, model_dir, port), tokenizer=tokenizer)
+    with serve.Server(facts["server_command"], env, work / "server.log", port) as server:
         server.start()
         for name, as_text in CLIENTS.items():
             recs, deltas[name] = client_variant(server, str(model_dir), name, prompts[name], warm[name], as_text,
@@ -171,7 +174,7 @@ def server_variants(resolved: Resolved, serve_kwargs: dict[str, Any], prompts: d
 
 def summarize(requests: pd.DataFrame, server_deltas: dict[str, dict[str, float]]) -> pd.DataFrame:
     """One row per variant: client-side figures from the raw requests, engine-side means (the harness's
-    RequestStateStats, metrics.engine_means; the server's /metrics, validation.ENGINE_SIDE), vs the baseline."""
+    RequestStateStats, metrics.engine_means; the server's /metrics, serve_method.ENGINE_SIDE), vs the baseline."""
     rows = []
     for name, df in requests.groupby("variant", sort=False):
         ok = df[df["error"].isna()]
@@ -185,8 +188,8 @@ def summarize(requests: pd.DataFrame, server_deltas: dict[str, dict[str, float]]
         if delta is None:
             row |= metrics.engine_means(ok)
         else:
-            row |= {col: 1e3 * validation.per_count(delta, key, count)
-                    for col, (_, key, count) in validation.ENGINE_SIDE.items()}
+            row |= {col: 1e3 * serve.per_count(delta, key, count)
+                    for col, (_, key, count) in ENGINE_SIDE.items()}
         rows.append(row)
     table = pd.DataFrame(rows).set_index("variant")
     table["outside_engine_ms"] = table["ttft_mean_ms"] - table["engine_ttft_mean_ms"]

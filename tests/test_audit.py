@@ -42,9 +42,9 @@ def small_doc() -> ReferenceDocument:
                             section="text")])
 
 
-def one(df: pd.DataFrame, check: str, contains: str) -> pd.Series:
-    rows = df[(df["check"] == check) & df["claim"].str.contains(contains, regex=False)]
-    assert len(rows) == 1, (check, contains, rows[["claim", "status"]])
+def one(df: pd.DataFrame, check_id: str, contains: str) -> pd.Series:
+    rows = df[(df["check"] == audit.title(check_id)) & df["claim"].str.contains(contains, regex=False)]
+    assert len(rows) == 1, (check_id, contains, rows[["claim", "status"]])
     return rows.iloc[0]
 
 
@@ -59,8 +59,23 @@ def test_audit_rows_have_the_columns(small):
     assert set(small["check"]) <= set(audit.CHECKS)
 
 
+def test_audit_check_ids_and_titles_are_unique():
+    ids = [c.id for c in audit.REGISTRY]
+    assert len(ids) == len(set(ids)) == len(audit.REGISTRY) == 15
+    assert len(set(audit.CHECKS)) == len(audit.CHECKS)
+    assert all(c.id.isidentifier() and c.title for c in audit.REGISTRY)
+
+
+@pytest.mark.parametrize("reference", [None, "small"], ids=["seeds", "small"])
+def test_audit_every_row_names_a_registered_check(reference):
+    rows = audit.rows(small_doc() if reference == "small" else None)
+    assert rows and {r.check for r in rows} <= set(audit.BY_ID)
+    df = audit.audit(small_doc() if reference == "small" else None)
+    assert list(df["check"]) == [audit.title(r.check) for r in rows]
+
+
 def test_audit_cost_formula_hand_computed(small):
-    r = one(small, "internal consistency: cost formula", "$27.78 per 1M tokens")
+    r = one(small, "cost_formula", "$27.78 per 1M tokens")
     # 100 / (1000 x 3600) x 1e6 = 27.778
     assert "100 / (1000 x 3600) x 1e6 = 27.778" in r["arithmetic"]
     assert bool(r["holds"]) is True
@@ -68,43 +83,43 @@ def test_audit_cost_formula_hand_computed(small):
 
 
 def test_audit_relations_hold_or_not(small):
-    assert bool(one(small, "internal consistency: stated arithmetic", "half the throughput")["holds"]) is True
-    wrong = one(small, "internal consistency: stated arithmetic", "ten times")
+    assert bool(one(small, "stated_arithmetic", "half the throughput")["holds"]) is True
+    wrong = one(small, "stated_arithmetic", "ten times")
     assert bool(wrong["holds"]) is False and "5000 / 1000 = 5x" in wrong["arithmetic"]
 
 
 def test_audit_throughput_vs_itl_and_scaling(small):
-    r = one(small, "internal consistency: throughput vs ITL", "1000 output tokens/s at 1 concurrent request")
+    r = one(small, "throughput_vs_itl", "1000 output tokens/s at 1 concurrent request")
     # one stream at 10 ms/token is 100 tokens/s < 1000
     assert bool(r["holds"]) is False and "1000 / 10 = 100 tokens/s" in r["arithmetic"]
-    assert bool(one(small, "internal consistency: scaling table vs headline", "one H200")["holds"]) is True
-    assert bool(one(small, "internal consistency: price per accelerator-hour", "$12.5")["holds"]) is True
+    assert bool(one(small, "scaling_vs_headline", "one H200")["holds"]) is True
+    assert bool(one(small, "price_per_accelerator_hour", "$12.5")["holds"]) is True
 
 
 def test_audit_instance_facts_and_architecture(small):
-    price = one(small, "instance facts vs params/instances.yaml", "$100/h")
+    price = one(small, "instance_facts", "$100/h")
     assert bool(price["holds"]) is False and "on_demand_usd_per_hour = 84.8" in price["arithmetic"]
-    assert bool(one(small, "instance facts vs params/instances.yaml", "8 accelerators")["holds"]) is True
-    assert bool(one(small, "architecture vs public config", "hidden_size = 4096")["holds"]) is True
-    layers = one(small, "architecture vs public config", "num_hidden_layers = 80")
+    assert bool(one(small, "instance_facts", "8 accelerators")["holds"]) is True
+    assert bool(one(small, "architecture", "hidden_size = 4096")["holds"]) is True
+    layers = one(small, "architecture", "num_hidden_layers = 80")
     assert bool(layers["holds"]) is False and "num_hidden_layers = 32" in layers["arithmetic"]
 
 
 def test_audit_physical_bounds(small):
     # decode bound on one H200 at batch 1, context 576: 3.3616 ms
-    assert bool(one(small, "physical possibility: ITL vs decode bound", "ITL 10 ms")["holds"]) is True
-    fast = one(small, "physical possibility: ITL vs decode bound", "ITL 2 ms")
+    assert bool(one(small, "itl_vs_decode_bound", "ITL 10 ms")["holds"]) is True
+    fast = one(small, "itl_vs_decode_bound", "ITL 2 ms")
     assert bool(fast["holds"]) is False and "= 3.362 ms" in fast["arithmetic"]
-    ttft = one(small, "physical possibility: TTFT vs prefill bound", "TTFT 5 ms")
+    ttft = one(small, "ttft_vs_prefill_bound", "TTFT 5 ms")
     assert bool(ttft["holds"]) is False and "= 8.384 ms" in ttft["arithmetic"]
     # 8 / ((16.06e9 + 8 x 576 x 131072) / 4.8e12) = 2304 tokens/s < 5000 claimed
-    over = one(small, "physical possibility: throughput vs bandwidth ceiling", "at 8 concurrent")
+    over = one(small, "throughput_vs_bandwidth", "at 8 concurrent")
     assert bool(over["holds"]) is False and "= 2304 tokens/s" in over["arithmetic"]
-    assert bool(one(small, "physical possibility: weights fit in memory", "Llama 3.1 8B")["holds"]) is True
+    assert bool(one(small, "weights_fit", "Llama 3.1 8B")["holds"]) is True
 
 
 def test_audit_no_measurement_yet(small):
-    r = one(small, "projection vs measurement", "llama-3.1-8b")
+    r = one(small, "projection_vs_measurement", "llama-3.1-8b")
     assert r["status"] == "no measurement yet" and pd.isna(r["holds"])
 
 
@@ -118,56 +133,56 @@ def test_audit_projection_vs_measurement_on_faster_hardware():
              input_tokens=512, output_tokens=256, level_kind="concurrency", level_value=32.0, ttft_p50_ms=300.0,
              itl_p50_ms=15.0, tpot_p50_ms=16.0, output_tok_per_s=2500.0, requests_per_s=10.0)])
     df = audit.audit(doc, measured)
-    rows = df[df["check"] == "projection vs measurement"]
+    rows = df[df["check"] == audit.title("projection_vs_measurement")]
     # "H100 (g5.xlarge)" is placed on one H100 (3350 GB/s, 989 TFLOP/s); one H200 has 4800 and 989
-    ttft = one(rows, "projection vs measurement", "ttft_ms 320")
+    ttft = one(rows, "projection_vs_measurement", "ttft_ms 320")
     assert bool(ttft["holds"]) is True and "measured 50 " in ttft["arithmetic"]
-    decode = one(rows, "projection vs measurement", "decode_tok_per_s_per_request 120")
+    decode = one(rows, "projection_vs_measurement", "decode_tok_per_s_per_request 120")
     assert bool(decode["holds"]) is True and "measured 138.9" in decode["arithmetic"]  # 1000 / 7.2
-    rpm = one(rows, "projection vs measurement", "requests_per_min 890")
+    rpm = one(rows, "projection_vs_measurement", "requests_per_min 890")
     assert bool(rpm["holds"]) is False and "measured 600 " in rpm["arithmetic"]  # 10 req/s x 60
     assert len(rows) == 3  # inf2.xlarge figures have no hardware to compare with
     other_shape = audit.audit(doc, measured.assign(output_tokens=128))
-    r = one(other_shape, "projection vs measurement", "llama-3.1-8b")
+    r = one(other_shape, "projection_vs_measurement", "llama-3.1-8b")
     assert r["status"] == "not checkable: no measurement of the same workload shape"
 
 
 def test_audit_seed_llama4_findings():
     df = audit.audit("seed-llama4")
-    cost_a = one(df, "internal consistency: cost formula", "A: p5/H100 llama-4-scout")
+    cost_a = one(df, "cost_formula", "A: p5/H100 llama-4-scout")
     assert bool(cost_a["holds"]) is False and "98.32 / (4200 x 3600) x 1e6 = 6.503" in cost_a["arithmetic"]
-    costs = df[df["check"] == "internal consistency: cost formula"]
+    costs = df[df["check"] == audit.title("cost_formula")]
     assert len(costs) == 7 and not costs["holds"].any()
-    assert bool(one(df, "internal consistency: stated arithmetic", "Throughput D vs 基准 -17%")["holds"]) is True
-    assert bool(one(df, "internal consistency: stated arithmetic", "scales 3.2×")["holds"]) is False
-    assert bool(one(df, "architecture vs public config", "Scout 17B-16E Instruct: hidden_size = 8192")["holds"]) is False
-    assert bool(one(df, "architecture vs public config", "Scout 17B-16E Instruct: num_key_value_heads = 8")["holds"]) is True
-    assert bool(one(df, "instance facts vs params/instances.yaml", "p5.48xlarge: $98.32/h")["holds"]) is True
-    assert bool(one(df, "instance facts vs params/instances.yaml", "inf2.48xlarge: $12.89/h")["holds"]) is False
-    assert bool(one(df, "physical possibility: weights fit in memory", "Maverick 17B-128E Instruct in bfloat16 on A:")["holds"]) is False
-    assert bool(one(df, "physical possibility: weights fit in memory", "Single H100 80GB")["holds"]) is False
+    assert bool(one(df, "stated_arithmetic", "Throughput D vs 基准 -17%")["holds"]) is True
+    assert bool(one(df, "stated_arithmetic", "scales 3.2×")["holds"]) is False
+    assert bool(one(df, "architecture", "Scout 17B-16E Instruct: hidden_size = 8192")["holds"]) is False
+    assert bool(one(df, "architecture", "Scout 17B-16E Instruct: num_key_value_heads = 8")["holds"]) is True
+    assert bool(one(df, "instance_facts", "p5.48xlarge: $98.32/h")["holds"]) is True
+    assert bool(one(df, "instance_facts", "inf2.48xlarge: $12.89/h")["holds"]) is False
+    assert bool(one(df, "weights_fit", "Maverick 17B-128E Instruct in bfloat16 on A:")["holds"]) is False
+    assert bool(one(df, "weights_fit", "Single H100 80GB")["holds"]) is False
     # trn2 at 32 concurrent: 38,500 claimed, ceiling 32 / 0.8109 ms = 39,464 tokens/s
-    trn2 = one(df, "physical possibility: throughput vs bandwidth ceiling", "D: trn2 [16 x AWS Trainium2, 1536 GB] llama-4-scout: 38,500")
+    trn2 = one(df, "throughput_vs_bandwidth", "D: trn2 [16 x AWS Trainium2, 1536 GB] llama-4-scout: 38,500")
     assert bool(trn2["holds"]) is True and "39,464" in trn2["arithmetic"]
-    h100 = one(df, "physical possibility: throughput vs bandwidth ceiling", "A: p5/H100 [8 x NVIDIA H100 SXM 80GB, 640 GB] llama-4-scout: 4200 output_tok_per_s at 1")
+    h100 = one(df, "throughput_vs_bandwidth", "A: p5/H100 [8 x NVIDIA H100 SXM 80GB, 640 GB] llama-4-scout: 4200 output_tok_per_s at 1")
     assert bool(h100["holds"]) is False and "785.6 tokens/s" in h100["arithmetic"]
 
 
 def test_audit_seed_llama3_inf2_findings():
     df = audit.audit("seed-llama3-inf2")
-    perm = one(df, "internal consistency: stated arithmetic", "每 1M Token 成本 $2.53")
+    perm = one(df, "stated_arithmetic", "每 1M Token 成本 $2.53")
     assert bool(perm["holds"]) is False and "25.34" in perm["arithmetic"]
-    assert bool(one(df, "internal consistency: stated arithmetic", "日运行成本 $25.34")["holds"]) is True
-    assert bool(one(df, "instance facts vs params/instances.yaml", "'H100 (p4d.24xlarge)' names an H100")["holds"]) is False
-    e2e = one(df, "internal consistency: E2E vs TTFT + decode", "inf2.xlarge")
+    assert bool(one(df, "stated_arithmetic", "日运行成本 $25.34")["holds"]) is True
+    assert bool(one(df, "instance_facts", "'H100 (p4d.24xlarge)' names an H100")["holds"]) is False
+    e2e = one(df, "e2e_vs_ttft_and_decode", "inf2.xlarge")
     assert bool(e2e["holds"]) is False and "6.347 s" in e2e["arithmetic"]  # 0.68 + 255 / 45
 
 
 def test_audit_summary_counts():
     s = audit.audit_summary(audit.audit(small_doc())).set_index("check")
-    assert s.loc["internal consistency: stated arithmetic", "holds"] == 1
-    assert s.loc["internal consistency: stated arithmetic", "does_not_hold"] == 1
-    assert s.loc["projection vs measurement", "not_checked"] == 1
+    assert s.loc[audit.title("stated_arithmetic"), "holds"] == 1
+    assert s.loc[audit.title("stated_arithmetic"), "does_not_hold"] == 1
+    assert s.loc[audit.title("projection_vs_measurement"), "not_checked"] == 1
 
 
 def test_reference_files_load_and_bad_keys_fail(tmp_path, monkeypatch):

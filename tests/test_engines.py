@@ -32,6 +32,14 @@ def test_unknown_backend_lists_valid_ones():
         backend_module("tpu")
 
 
+@pytest.mark.parametrize("backend", ["cpu", "cuda", "neuron"])
+def test_backend_modules_offer_the_backend_interface(backend):
+    module = backend_module(backend)
+    assert all(callable(getattr(module, name)) for name in ("check_host", "engine_kwargs", "engine_env"))
+    if backend == "neuron":  # study.py and environment.py read these from the backend module
+        assert callable(module.compilation_facts) and callable(module.neuron_facts)
+
+
 def test_planner_70b_on_one_h200_says_what_would_fit():
     plan = plan_memory(resolve("h200", model="llama-3.3-70b"), memory_per_accelerator_gb=141)
     # 70.6e9 params x 2 bytes = 141.2 GB against 141 GB x 0.9 utilization = 126.9 GB usable

@@ -5,6 +5,7 @@ launcher config and KubeRay manifest checked against their schemas and against p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import threading
@@ -22,7 +23,9 @@ from ray.cluster_utils import Cluster
 
 from accelbench import fleet
 from accelbench.config import params, paths
+from accelbench.core.levels import LevelEvent
 from accelbench.errors import AccelbenchError
+from accelbench.measure.study import EVENTS_FILE_VAR
 from accelbench.store import runs as results
 from accelbench.store import runset
 
@@ -47,7 +50,7 @@ def _cluster(*labels: str) -> tuple[Cluster, dict[str, Any]]:
 
 def _kill_node(cluster: Cluster, node: Any) -> None:
     """The node disappears: its raylet and the Ray workers under it die at once (the notebook's processes
-    then go too: fleet.guard sees its worker gone)."""
+    then go too: fleet.node.guard sees its worker gone)."""
     tree = psutil.Process(node.all_processes["raylet"][0].process.pid).children(recursive=True)
     cluster.remove_node(node, allow_graceful=False)
     for proc in tree:
@@ -66,6 +69,15 @@ def _wait(check: Any, timeout_s: float, what: str) -> Any:
     pytest.fail(f"waited {timeout_s} s for {what}")
 
 
+def _on_nodes(monkeypatch, labels: list[str], workload: str) -> list[fleet.Job]:
+    """The cpu scenario's job on raylets advertising instance:<label> instead of its own instance type, once
+    per label, keyed 'cpu@<label>' (the fleet itself refuses the cpu scenario: it runs where you are)."""
+    job = fleet.Job.of(params.resolve("cpu", workload=workload), workload=workload)
+    jobs = [dataclasses.replace(job, name=f"cpu@{label}", resource=fleet.resource_label(label)) for label in labels]
+    monkeypatch.setattr("accelbench.fleet.driver.plan_jobs", lambda scenarios, model=None, workload=None: jobs)
+    return jobs
+
+
 def _levels_planned(workload: str) -> int:
     w = params.load_workload(workload)
     return len(w.concurrency_levels + w.request_rates_per_s) * w.repetitions
@@ -82,17 +94,17 @@ def two_types():
 
 
 def test_plan_pins_each_scenario_to_its_instance_type():
-    jobs = {j.name: j for j in fleet.plan("h100,trn2,inf2")}
+    jobs = {j.name: j for j in fleet.plan_jobs("h100,trn2,inf2")}
     assert {n: j.resource for n, j in jobs.items()} == {
         "h100": "instance:p5.48xlarge", "trn2": "instance:trn2.48xlarge", "inf2": "instance:inf2.48xlarge"}
-    every = {j.scenario for j in fleet.plan("all")}
+    every = {j.scenario for j in fleet.plan_jobs("all")}
     assert "cpu" not in every and {"h100", "h200", "trn2"} <= every
     with pytest.raises(AccelbenchError, match="unknown scenario 'h1000'"):
-        fleet.plan("h1000")
+        fleet.plan_jobs("h1000")
     with pytest.raises(AccelbenchError, match="'all' stands alone .*got all, h100"):
-        fleet.plan("all,h100")
+        fleet.plan_jobs("all,h100")
     with pytest.raises(AccelbenchError, match="scenario 'cpu' runs on the cpu backend.*`accelbench run cpu`"):
-        fleet.plan("cpu")
+        fleet.plan_jobs("cpu")
 
 
 def test_bad_retries_and_timeout_are_refused_before_any_cluster_is_reached(tmp_path):
@@ -110,6 +122,55 @@ def test_notebook_env_drops_what_ray_set_for_the_task(monkeypatch):
     env = fleet.notebook_env()
     assert "OMP_NUM_THREADS" not in env and "RAY_JOB_ID" not in env and "CUDA_VISIBLE_DEVICES" not in env
     assert env["NEURON_RT_VISIBLE_CORES"] == "0-7"
+    assert EVENTS_FILE_VAR not in env
+    assert fleet.notebook_env("cpu@type-a", Path("/tmp/x/levels.jsonl"))[EVENTS_FILE_VAR] == "/tmp/x/levels.jsonl"
+
+
+def test_level_follower_hands_over_each_event_once_and_waits_for_a_whole_line(tmp_path):
+    from accelbench.fleet.node import LevelFollower
+
+    path = tmp_path / "levels.jsonl"
+    start = LevelEvent("start", "concurrency", 4.0, 1, 12.5, 8)
+    end = LevelEvent("end", "concurrency", 4.0, 1, 20.0, 8)
+    follower = LevelFollower(path, on_event=lambda event: None)
+    assert follower.read() == []  # the run has not written the file yet
+    path.write_text(start.to_json() + "\n" + end.to_json()[:10])  # the end event half written
+    assert follower.read() == [start]
+    with open(path, "a") as f:
+        f.write(end.to_json()[10:] + "\nnot an event\n")
+    assert follower.read() == [end] and follower.read() == []
+
+    seen: list[LevelEvent] = []
+    with LevelFollower(path, seen.append, poll_s=0.05):
+        pass  # stopped at once: the last read still delivers what the file holds
+    assert seen == [start, end]
+
+
+def _save_run(outputs: Path, run_id: str, status: str = "completed", commit: str = "c1", dirty: bool = False,
+              workload: str | None = None, resource: str | None = None) -> Path:
+    resolved = params.resolve("h100", workload=workload)
+    run_dir = results.save_run(outputs, "h100", run_id, {
+        "status": status, "scenario": "h100", "resolved": resolved.model_dump(mode="json"),
+        "environment": {"git": {"commit": commit, "dirty": dirty}}}, {})
+    if resource:
+        (run_dir / "fleet.json").write_text(json.dumps({"resource": resource}))
+    return run_dir
+
+
+def test_completed_run_is_a_clean_completed_run_of_this_commit_model_workload_and_node_kind(tmp_path):
+    (job,) = fleet.plan_jobs("h100")
+    assert fleet.completed_run(tmp_path, job, "c1") is None
+    _save_run(tmp_path, "r1")
+    _save_run(tmp_path, "r2", status="failed")
+    _save_run(tmp_path, "r3", commit="c2")
+    _save_run(tmp_path, "r4", dirty=True)
+    _save_run(tmp_path, "r5", workload="seed-512-256")
+    _save_run(tmp_path, "r6", resource="instance:type-a")  # made by a test on another kind of node
+    assert fleet.completed_run(tmp_path, job, "c1") == tmp_path / "results" / "h100" / "r1"
+    assert fleet.completed_run(tmp_path, job, None) is None  # no commit: nothing can be shown to be this code
+    assert fleet.completed_run(tmp_path, job, "c2") == tmp_path / "results" / "h100" / "r3"
+    on_a = dataclasses.replace(job, resource="instance:type-a")
+    assert fleet.completed_run(tmp_path, on_a, "c1") == tmp_path / "results" / "h100" / "r6"
 
 
 # --- a real local cluster --------------------------------------------------------------------------------
@@ -118,9 +179,9 @@ def test_notebook_env_drops_what_ray_set_for_the_task(monkeypatch):
 @pytest.mark.slow
 def test_fleet_runs_each_scenario_on_its_node_and_brings_the_run_back(two_types, tmp_path, monkeypatch):
     cluster, nodes = two_types
-    override = {"cpu": ["type-a", "type-b"]}
+    jobs = _on_nodes(monkeypatch, ["type-a", "type-b"], "cpu-smoke")
     outcomes = fleet.run_fleet(["cpu"], address=cluster.address, outputs_dir=tmp_path, retries=0,
-                               workload="cpu-smoke", instance_override=override)
+                               workload="cpu-smoke")
     assert set(outcomes) == {"cpu@type-a", "cpu@type-b"}
     for label, node in nodes.items():
         o = outcomes[f"cpu@{label}"]
@@ -150,22 +211,24 @@ def test_fleet_runs_each_scenario_on_its_node_and_brings_the_run_back(two_types,
 
     # run again at the commit the runs were made at (pinned: another commit landing in this checkout
     # meanwhile must not turn the skip into a rerun): nothing runs; at another commit both would rerun
-    commit = results.load_manifest(outcomes["cpu@type-a"].run_dir).environment.git
-    monkeypatch.setattr("accelbench.measure.environment.git_state", lambda: commit)
+    git = results.load_manifest(outcomes["cpu@type-a"].run_dir).environment.git.model_dump()  # git_state()'s dict
+    monkeypatch.setattr("accelbench.measure.environment.git_state", lambda: git)
     again = fleet.run_fleet(["cpu"], address=cluster.address, outputs_dir=tmp_path, workload="cpu-smoke",
-                            instance_override=override, progress=False)
+                            progress=False)
     assert {k: (o.status, o.run_dir) for k, o in again.items()} == {
         k: ("skipped", o.run_dir) for k, o in outcomes.items()}
-    job = fleet.plan(["cpu"], workload="cpu-smoke", instance_override={"cpu": "type-a"})[0]
-    assert fleet.completed_run(tmp_path, job, "0" * 40) is None
+    assert fleet.completed_run(tmp_path, jobs[0], "0" * 40) is None
 
 
 @pytest.mark.slow
-def test_fleet_retries_a_failing_notebook_then_marks_it_failed(two_types, tmp_path):
+def test_fleet_retries_a_failing_notebook_then_marks_it_failed(two_types, tmp_path, monkeypatch):
     cluster, _ = two_types
     # h100 on a node without a GPU: the notebook stops at the host check, before anything is written
+    (job,) = fleet.plan_jobs("h100")
+    on_a = dataclasses.replace(job, name="h100@type-a", resource=fleet.resource_label("type-a"))
+    monkeypatch.setattr("accelbench.fleet.driver.plan_jobs", lambda scenarios, model=None, workload=None: [on_a])
     outcomes = fleet.run_fleet(["h100"], address=cluster.address, outputs_dir=tmp_path, retries=1,
-                               progress=False, instance_override={"h100": "type-a"})
+                               progress=False)
     o = outcomes["h100@type-a"]
     assert (o.status, o.attempts, len(o.failed_attempts)) == ("failed", 2, 2)
     assert "no NVIDIA GPU" in o.error
@@ -192,13 +255,14 @@ def _processes_of(job_name: str) -> list[psutil.Process]:
 
 
 @pytest.mark.slow
-def test_fleet_gives_up_after_its_timeout_and_leaves_no_process_behind(two_types, tmp_path):
+def test_fleet_gives_up_after_its_timeout_and_leaves_no_process_behind(two_types, tmp_path, monkeypatch):
     cluster, _ = two_types
     # 40 s: the task is inside the notebook, vLLM's engine process started, when it is cancelled. The
     # workload lasts well past that (the sweep, then vllm serve and bench serve): cpu-smoke alone can
     # finish in about 40 s here
+    _on_nodes(monkeypatch, ["type-b"], "cpu-validate")
     outcomes = fleet.run_fleet(["cpu"], address=cluster.address, outputs_dir=tmp_path, retries=0, progress=False,
-                               workload="cpu-validate", instance_override={"cpu": "type-b"}, timeout_s=40)
+                               workload="cpu-validate", timeout_s=40)
     o = outcomes["cpu@type-b"]
     assert o.status == "failed" and "did not finish within 40 s" in o.error
     _wait(lambda: not _processes_of("cpu@type-b"), 30, "the cancelled run's processes to exit")
@@ -206,7 +270,8 @@ def test_fleet_gives_up_after_its_timeout_and_leaves_no_process_behind(two_types
 
 
 @pytest.mark.slow
-def test_fleet_reruns_a_scenario_whose_node_is_lost_and_keeps_finished_results(tmp_path):
+def test_fleet_reruns_a_scenario_whose_node_is_lost_and_keeps_finished_results(tmp_path, monkeypatch):
+    _on_nodes(monkeypatch, ["type-a", "type-b"], "cpu-smoke")
     cluster, _ = _cluster("type-a")  # type-b nodes come later: its scenario waits in the queue
     ray.init(address=cluster.address)  # run_fleet uses this connection; the test reads the status board
     box: dict[str, Any] = {}
@@ -215,7 +280,7 @@ def test_fleet_reruns_a_scenario_whose_node_is_lost_and_keeps_finished_results(t
         try:
             box["outcomes"] = fleet.run_fleet(
                 ["cpu"], address=cluster.address, outputs_dir=tmp_path, retries=1, progress=False,
-                workload="cpu-smoke", instance_override={"cpu": ["type-a", "type-b"]}, timeout_s=600)
+                workload="cpu-smoke", timeout_s=600)
         except Exception as e:  # re-raised below, in the test's thread
             box["error"] = e
 

@@ -1,5 +1,5 @@
-"""The neuron backend: engine arguments against vllm-neuron's documented contract, settings validation,
-host detection, neuron-monitor parsing, provenance. Only the last test needs Neuron hardware."""
+"""The neuron backend: engine arguments against vllm-neuron's documented contract, settings validated when
+the scenario loads, host detection, neuron-monitor parsing, provenance. Only the last test needs Neuron hardware."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ import yaml
 
 import accelbench
 from accelbench.config import params
+from accelbench.config.neuron import NeuronSettings
 from accelbench.errors import AccelbenchError
 from accelbench.measure import neuron_monitor
-from accelbench.measure.engines import neuron
+from accelbench.measure.engines import neuron, neuron_host
+from accelbench.store.manifest import RunManifest
 
 DATA = Path(__file__).parent / "data" / "neuron_monitor"
 HAS_NEURON = bool(glob.glob("/dev/neuron*"))
@@ -26,8 +28,8 @@ HAS_NEURON = bool(glob.glob("/dev/neuron*"))
 def checkpoints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "checkpoints"
     root.mkdir()
-    monkeypatch.setenv(neuron.CHECKPOINTS_ENV, str(root))
-    monkeypatch.setenv(neuron.ARTIFACTS_ENV, str(tmp_path / "compiled"))
+    monkeypatch.setenv(neuron_host.CHECKPOINTS_ENV, str(root))
+    monkeypatch.setenv(neuron_host.ARTIFACTS_ENV, str(tmp_path / "compiled"))
     return root
 
 
@@ -115,63 +117,103 @@ def test_neuron_artifacts_dir_changes_with_buckets(checkpoints, tree):
 
 
 def test_neuron_engine_kwargs_need_a_checkpoint_folder(monkeypatch):
-    monkeypatch.delenv(neuron.CHECKPOINTS_ENV, raising=False)
+    monkeypatch.delenv(neuron_host.CHECKPOINTS_ENV, raising=False)
     msg = error_of(neuron.engine_kwargs, params.resolve("trn2"), Path("/unused"))
-    assert neuron.CHECKPOINTS_ENV in msg and "load_format='dummy'" in msg
+    assert neuron_host.CHECKPOINTS_ENV in msg and "load_format='dummy'" in msg
 
 
-# --- settings validation: file, field and what is valid ----------------------------------------------------
+# --- settings validation: when the scenario loads, naming file, field and what is valid -----------------
 
 def test_neuron_settings_of_the_real_files_validate():
     for name in ("trn2", "inf2"):
         s = neuron.settings(params.resolve(name))
+        assert isinstance(s, NeuronSettings)
         assert s.enable_bucketing and s.context_encoding_buckets == [512, 1024, 2048, 4096]
 
 
-def test_neuron_unknown_key_names_file_and_field(tree):
+def test_neuron_settings_fields_say_what_they_hold():
+    assert all(f.description for f in NeuronSettings.model_fields.values())
+    assert NeuronSettings.model_config["extra"] == "forbid" and NeuronSettings.model_config["frozen"]
+
+
+def test_neuron_unknown_key_is_refused_when_the_scenario_loads(tree):
     edit_neuron(tree, "trn2", tp_degre=64)
-    msg = error_of(neuron.settings, params.resolve("trn2"))
+    msg = error_of(params.load_scenario_file, "trn2")
     assert "params/scenarios/trn2.yaml" in msg and "engine.neuron.tp_degre" in msg
     assert "context_encoding_buckets" in msg  # lists the valid fields
 
 
+def test_neuron_wrong_type_is_refused_when_the_scenario_loads(tree):
+    edit_neuron(tree, "trn2", enable_bucketing="sometimes")
+    msg = error_of(params.load_scenario_file, "trn2")
+    assert "trn2.yaml" in msg and "engine.neuron.enable_bucketing" in msg
+
+
+def test_neuron_settings_without_a_block_take_the_chip_defaults(tree, checkpoints):
+    path = tree / "scenarios" / "trn2.yaml"
+    data = yaml.safe_load(path.read_text())
+    del data["engine"]["neuron"]
+    path.write_text(yaml.safe_dump(data))
+    r = params.resolve("trn2")
+    assert r.scenario.engine.neuron is None and neuron.settings(r) == NeuronSettings()
+    assert neuron.logical_nc(r) == 2 and neuron.tp_degree(r) == 64  # Trainium2's default LNC=2
+
+
+def test_neuron_block_on_another_backend_is_refused(tree):
+    path = tree / "scenarios" / "h200.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["engine"]["neuron"] = {"logical_nc_config": 2}
+    path.write_text(yaml.safe_dump(data))
+    msg = error_of(params.load_scenario_file, "h200")
+    assert "h200.yaml" in msg and "engine.neuron" in msg and "backend is 'cuda'" in msg
+
+
 def test_neuron_buckets_must_ascend(tree):
     edit_neuron(tree, "trn2", context_encoding_buckets=[1024, 512])
-    msg = error_of(neuron.settings, params.resolve("trn2"))
+    msg = error_of(params.load_scenario_file, "trn2")
     assert "trn2.yaml" in msg and "engine.neuron.context_encoding_buckets" in msg and "ascending" in msg
+
+
+def test_neuron_buckets_without_bucketing_are_refused(tree):
+    edit_neuron(tree, "trn2", enable_bucketing=False)
+    msg = error_of(params.load_scenario_file, "trn2")
+    assert "trn2.yaml" in msg and "context_encoding_buckets is set but enable_bucketing is false" in msg
 
 
 def test_neuron_buckets_must_fit_max_model_len(tree):
     edit_neuron(tree, "trn2", token_generation_buckets=[1024, 8192])
-    msg = error_of(neuron.settings, params.resolve("trn2"))
+    msg = error_of(params.load_scenario_file, "trn2")
     assert "engine.neuron.token_generation_buckets" in msg and "max_model_len=4096" in msg
 
 
 def test_neuron_buckets_must_cover_the_workload(tree):
     edit_neuron(tree, "trn2", context_encoding_buckets=[256])
-    msg = error_of(neuron.settings, params.resolve("trn2"))
+    msg = error_of(params.resolve, "trn2")
     assert "engine.neuron.context_encoding_buckets" in msg and "512" in msg and "seed-512-128" in msg
     edit_neuron(tree, "trn2", context_encoding_buckets=[512], token_generation_buckets=[512])
-    msg = error_of(neuron.settings, params.resolve("trn2"))
+    msg = error_of(params.resolve, "trn2")
     assert "engine.neuron.token_generation_buckets" in msg and "at least 640" in msg
 
 
 def test_neuron_lnc_2_is_refused_on_inferentia2(tree):
     edit_neuron(tree, "inf2", logical_nc_config=2)
-    msg = error_of(neuron.settings, params.resolve("inf2"))
+    msg = error_of(params.resolve, "inf2")
     assert "inf2.yaml" in msg and "engine.neuron.logical_nc_config" in msg and "[1]" in msg
 
 
 def test_neuron_tp_degree_outside_the_runtime_list_names_tensor_parallel_size(tree):
     edit_engine(tree, "inf2", tensor_parallel_size=3)  # 3 chips x 2 cores = 6: not in 1, 2, 4, 8, 24
-    msg = error_of(neuron.settings, params.resolve("inf2"))
+    msg = error_of(params.resolve, "inf2")
     assert "engine.tensor_parallel_size" in msg and "TP degree 6" in msg and "[1, 2, 4, 8, 24]" in msg
 
 
 def test_neuron_extra_config_may_not_shadow_derived_keys(tree):
     edit_neuron(tree, "trn2", extra_neuron_config={"batch_size": 8})
-    msg = error_of(neuron.settings, params.resolve("trn2"))
-    assert "engine.neuron.extra_neuron_config.batch_size" in msg and "shadows" in msg
+    msg = error_of(params.load_scenario_file, "trn2")
+    assert "engine.neuron.extra_neuron_config" in msg and "'batch_size' shadows" in msg
+    edit_neuron(tree, "trn2", extra_neuron_config={}, vision_neuron_config={"logical_nc_config": 1})
+    msg = error_of(params.load_scenario_file, "trn2")
+    assert "engine.neuron.vision_neuron_config" in msg and "'logical_nc_config' must match the text model's" in msg
 
 
 def test_neuron_extra_config_reaches_the_text_model(tree, checkpoints):
@@ -182,15 +224,24 @@ def test_neuron_extra_config_reaches_the_text_model(tree, checkpoints):
 
 def test_neuron_vision_config_needs_an_image_to_text_model(tree):
     edit_neuron(tree, "trn2", vision_neuron_config={"batch_size": 1})
-    msg = error_of(neuron.settings, params.resolve("trn2", model="llama-3.1-8b"))
+    params.resolve("trn2")  # Llama 4 Scout has a vision encoder
+    msg = error_of(params.resolve, "trn2", "llama-3.1-8b")
     assert "engine.neuron.vision_neuron_config" in msg and "LlamaForCausalLM" in msg
 
 
 def test_neuron_refuses_vllm_quantization_and_auto_dtype(tree):
     edit_engine(tree, "trn2", quantization="fp8")
-    assert "engine.quantization" in error_of(neuron.settings, params.resolve("trn2"))
+    assert "engine.quantization" in error_of(params.load_scenario_file, "trn2")
     edit_engine(tree, "trn2", quantization=None, dtype="auto")
-    assert "engine.dtype" in error_of(neuron.settings, params.resolve("trn2"))
+    assert "engine.dtype" in error_of(params.load_scenario_file, "trn2")
+
+
+def test_neuron_untyped_empty_block_of_older_manifests_loads_as_absent():
+    resolved = params.resolve("h200").model_dump(mode="json")
+    resolved["scenario"]["engine"]["neuron"] = {}  # what schemas 1-3 wrote for every backend
+    m = RunManifest.model_validate(dict(run_id="r", status="completed", resolved=resolved))
+    assert m.resolved.scenario.engine.neuron is None
+    assert m.resolved == params.resolve("h200")
 
 
 def test_neuron_checkpoint_of_another_model_is_refused(checkpoints):
@@ -202,13 +253,13 @@ def test_neuron_checkpoint_of_another_model_is_refused(checkpoints):
     (ckpt / "config.json").write_text(json.dumps(cfg))
     (ckpt / "model.safetensors.index.json").write_text("{}")
     (ckpt / "tokenizer.json").write_text("{}")
-    msg = error_of(neuron.check_checkpoint, r)
+    msg = error_of(neuron_host.check_checkpoint, r)
     assert "hidden_size=8192" in msg and "params/models/llama-4-scout.yaml has 5120" in msg
     cfg["text_config"]["hidden_size"] = 5120
     (ckpt / "config.json").write_text(json.dumps(cfg))
-    assert neuron.check_checkpoint(r)["path"] == str(ckpt)
+    assert neuron_host.check_checkpoint(r)["path"] == str(ckpt)
     (ckpt / "tokenizer.json").unlink()
-    assert "no tokenizer" in error_of(neuron.check_checkpoint, r)
+    assert "no tokenizer" in error_of(neuron_host.check_checkpoint, r)
 
 
 # --- host detection ------------------------------------------------------------------------------------
@@ -228,8 +279,8 @@ def test_neuron_run_scenario_fails_before_writing_anything(tmp_path):
 
 
 def fake_neuron_host(monkeypatch, version: str) -> None:
-    monkeypatch.setattr(neuron, "device_files", lambda: ["/dev/neuron0"])
-    monkeypatch.setattr(neuron, "plugin_version", lambda: version)
+    monkeypatch.setattr(neuron_host, "device_files", lambda: ["/dev/neuron0"])
+    monkeypatch.setattr(neuron_host, "plugin_version", lambda: version)
 
 
 def test_neuron_unknown_plugin_version_lists_known_versions(monkeypatch):
@@ -250,18 +301,19 @@ def test_neuron_plugin_after_2_28_is_refused_on_inferentia2(monkeypatch):
     fake_neuron_host(monkeypatch, "0.5.0")
     msg = error_of(neuron.check_host, params.resolve("inf2"))
     assert "AWS Inferentia2" in msg and "2.28" in msg
-    neuron.check_plugin_version("0.5.0", params.resolve("trn2"))  # Trainium2 is fine with it
-    neuron.check_plugin_version("0.4.1+abc123", params.resolve("inf2"))  # local version suffix ignored
+    neuron_host.check_plugin_version("0.5.0", params.resolve("trn2"))  # Trainium2 is fine with it
+    neuron_host.check_plugin_version("0.4.1+abc123", params.resolve("inf2"))  # local version suffix ignored
 
 
 def test_neuron_facts_none_without_devices_and_records_tools_with_them(monkeypatch):
-    monkeypatch.setattr(neuron, "device_files", lambda: [])
+    assert neuron.neuron_facts is neuron_host.neuron_facts  # what the environment records, via the backend
+    monkeypatch.setattr(neuron_host, "device_files", lambda: [])
     assert neuron.neuron_facts() is None
     listing = [{"neuron_device": 0, "nc_count": 2, "memory_size": 34359738368, "neuroncore_ids": [0, 1]}]
     outputs = {"neuron-ls": json.dumps(listing), "neuronx-cc": "NeuronX Compiler version 2.23.6484.0",
                "dpkg-query": "2.30.51.0-1"}
-    monkeypatch.setattr(neuron, "device_files", lambda: ["/dev/neuron0"])
-    monkeypatch.setattr(neuron, "_run", lambda cmd, timeout_s=60: outputs.get(cmd[0]))
+    monkeypatch.setattr(neuron_host, "device_files", lambda: ["/dev/neuron0"])
+    monkeypatch.setattr(neuron_host, "_run", lambda cmd, timeout_s=60: outputs.get(cmd[0]))
     facts = neuron.neuron_facts()
     assert facts["neuron_ls"] == listing and facts["neuronx_cc_version"].endswith("2.23.6484.0")
     assert facts["system_packages"]["aws-neuronx-runtime-lib"] == "2.30.51.0-1"
@@ -360,5 +412,5 @@ def test_neuron_engine_really_starts_and_measures(tmp_path):
     assert run.status == "completed", run.error
     manifest = json.loads((run.run_dir / "manifest.json").read_text())
     assert manifest["host_check"]["backend"] == "neuron"
-    assert manifest["environment"]["neuron"]["plugin"]["version"] in neuron.KNOWN_PLUGIN_VERSIONS
+    assert manifest["environment"]["neuron"]["plugin"]["version"] in neuron_host.KNOWN_PLUGIN_VERSIONS
     assert manifest["engine_start_s"] > 0 and (run.levels["output_tok_per_s"] > 0).all()

@@ -159,6 +159,50 @@ def test_params_validation_without_closed_loop_levels_is_refused_at_load(tree):
         params.load_workload("cpu-validate")
 
 
+def test_params_workload_unknown_key_lists_valid_fields(tree):
+    _edit(tree / "workloads" / "cpu-smoke.yaml", burstyness=2.0)
+    with pytest.raises(AccelbenchError) as e:
+        params.load_workload("cpu-smoke")
+    assert "cpu-smoke.yaml" in str(e.value) and "'burstyness'" in str(e.value)
+    assert "burstiness" in str(e.value).split("valid fields here:")[1]
+
+
+def test_params_poisson_arrival_with_burstiness_is_refused_at_load(tree):
+    _edit(tree / "workloads" / "seed-512-128.yaml", burstiness=2.0)   # the file says arrival: poisson
+    with pytest.raises(AccelbenchError) as e:
+        params.load_workload("seed-512-128")
+    msg = str(e.value)
+    assert "seed-512-128.yaml" in msg and "field 'burstiness'" in msg and "2.0 with arrival 'poisson'" in msg
+    assert "arrival: gamma" in msg  # what would be valid
+
+
+def test_params_gamma_arrival_takes_burstiness(tree):
+    _edit(tree / "workloads" / "seed-512-128.yaml", arrival="gamma", burstiness=2.0)
+    w = params.load_workload("seed-512-128")
+    assert (w.arrival, w.burstiness) == ("gamma", 2.0)
+    _edit(tree / "workloads" / "seed-512-128.yaml", arrival="uniform")
+    with pytest.raises(AccelbenchError, match=r"seed-512-128\.yaml: field 'arrival': Input should be 'poisson' or 'gamma'"):
+        params.load_workload("seed-512-128")
+
+
+def test_params_committed_workloads_keep_their_arrivals():
+    arrivals = {n: (params.load_workload(n).arrival, params.load_workload(n).burstiness) for n in WORKLOADS}
+    assert arrivals["idle-512-128"] == ("gamma", 50.0)
+    assert all(b == 1.0 for a, b in arrivals.values() if a == "poisson")
+
+
+def test_params_committed_manifests_load_with_their_params():
+    from accelbench.store.manifest import RunManifest
+    found = sorted(paths.results_dir().glob("*/*/manifest.json"))
+    if not found:
+        pytest.skip("no committed runs under outputs/results")
+    for path in found:
+        m = RunManifest.load(path.parent)
+        if m.resolved.scenario.backend != "neuron":
+            assert m.resolved.scenario.engine.neuron is None  # older manifests hold {} here
+        assert m.resolved.workload.arrival == "gamma" or m.resolved.workload.burstiness == 1.0
+
+
 def test_params_slo_wrong_type_names_file_and_field(tree):
     path = tree / "slos.yaml"
     data = yaml.safe_load(path.read_text())

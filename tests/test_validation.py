@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from accelbench.analysis.validation import METHODS_TEXT, compare
 from accelbench.config.params import resolve
 from accelbench.errors import AccelbenchError
-from accelbench.measure import validation
+from accelbench.measure import serve, serve_results, tokenizer, validation
 
 # A bench serve result (--save-result --save-detailed) written by hand: concurrency 1, three requests of
 # 4 prompt tokens and 3 output tokens, run back to back. Times are multiples of 0.25 s so that the
@@ -43,7 +44,7 @@ BENCH_RESULT = {
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("tok")
-    validation.write_tokenizer(d, vocab_size=4096, model_max_length=2048)
+    tokenizer.write_tokenizer(d, vocab_size=4096, model_max_length=2048)
     return d
 
 
@@ -71,7 +72,7 @@ def test_tokenizer_adds_no_special_tokens_through_transformers(tokenizer_dir: Pa
 
 
 def test_write_tokenizer_records_what_it_made(tmp_path: Path) -> None:
-    info = validation.write_tokenizer(tmp_path, vocab_size=10, model_max_length=64)
+    info = tokenizer.write_tokenizer(tmp_path, vocab_size=10, model_max_length=64)
     assert info["synthetic"] is True and info["vocab_size"] == 10 and info["words"] == "t0..t9"
     assert json.loads((tmp_path / "tokenizer_config.json").read_text())["tokenizer_class"] == \
         "PreTrainedTokenizerFast"
@@ -97,7 +98,7 @@ def test_server_args_carry_the_engine_kwargs() -> None:
                   dtype="bfloat16", max_model_len=512, gpu_memory_utilization=0.3, max_num_seqs=32,
                   enforce_eager=False, seed=0, disable_log_stats=False, quantization=None,
                   limit_mm_per_prompt={"image": 0}, jit_monitor_verbose=True, enable_prefix_caching=False)
-    args = validation.server_args(kwargs, Path("/cache/serve-models/m"), 8123)
+    args = serve.server_args(kwargs, Path("/cache/serve-models/m"), 8123)
     assert args[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
     assert args[3:] == [
         "--model", "/cache/serve-models/m", "--host", "127.0.0.1", "--port", "8123", "--disable-uvicorn-access-log",
@@ -108,7 +109,7 @@ def test_server_args_carry_the_engine_kwargs() -> None:
 
 def test_bench_args_match_the_harness_level() -> None:
     r = resolve("cpu", workload="cpu-validate")
-    args = validation.bench_args(r, Path("/m"), 8123, 4, Path("/out"), "serve_c4.json")
+    args = serve.bench_args(r, Path("/m"), 8123, 4, Path("/out"), "serve_c4.json")
     opts = dict(zip(args[3:], args[4:]))
     assert opts["--max-concurrency"] == "4"
     assert opts["--num-prompts"] == str(r.workload.requests_for_concurrency(4)) == "12"
@@ -123,8 +124,8 @@ def test_bench_args_match_the_harness_level() -> None:
 
 def test_warmup_run_matches_the_harness_warmup_with_other_prompts() -> None:
     r = resolve("cpu", workload="cpu-validate")
-    warmup = validation.warmup_bench_args(r, Path("/m"), 8123, 4)
-    measured = validation.bench_args(r, Path("/m"), 8123, 4, Path("/out"), "serve_c4.json")
+    warmup = serve.warmup_bench_args(r, Path("/m"), 8123, 4)
+    measured = serve.bench_args(r, Path("/m"), 8123, 4, Path("/out"), "serve_c4.json")
     w_opts, m_opts = dict(zip(warmup[3:], warmup[4:])), dict(zip(measured[3:], measured[4:]))
     assert w_opts["--num-prompts"] == "4"  # max(warmup_requests=2, concurrency=4), as runner.warm_up
     assert w_opts["--max-concurrency"] == "4" and w_opts["--num-warmups"] == "0"
@@ -142,7 +143,7 @@ def test_cpu_validate_workload_turns_validation_on() -> None:
 # --- results -> project names -----------------------------------------------------------------------
 
 def test_level_from_result_maps_bench_names() -> None:
-    row = validation.level_from_result(BENCH_RESULT, 1)
+    row = serve_results.level_from_result(BENCH_RESULT, 1)
     assert row["source"] == "vllm bench serve" and row["level_kind"] == "concurrency" and row["level_value"] == 1.0
     assert (row["n_requests"], row["n_measured"], row["n_errors"]) == (3, 3, 0)
     assert row["output_tok_per_s"] == 3.0 and row["total_tok_per_s"] == 7.0 and row["requests_per_s"] == 1.0
@@ -153,7 +154,7 @@ def test_level_from_result_maps_bench_names() -> None:
 
 
 def test_level_from_result_recomputes_the_steady_window() -> None:
-    row = validation.level_from_result(BENCH_RESULT, 1)
+    row = serve_results.level_from_result(BENCH_RESULT, 1)
     # window: first completion 0.75 to last submission 1.75; only r1 lies inside it. Tokens arriving in
     # [0.75, 1.75]: r0's last (0.75) and r1's three = 4 tokens over 1.0 s.
     assert row["steady_window"] is True and row["steady_n_measured"] == 1
@@ -165,15 +166,15 @@ def test_level_from_result_recomputes_the_steady_window() -> None:
 def test_bench_requests_rebuild_chunk_times_and_errors() -> None:
     result = {**BENCH_RESULT, "errors": ["", "", "boom"], "ttfts": [0.25, 0.5, 0.0],
               "itls": [[0.25, 0.25], [0.25, 0.25], []], "output_lens": [3, 5, 0]}
-    req = validation.bench_requests(result, 1)
+    req = serve_results.bench_requests(result, 1)
     assert req.loc[0, "chunk_times_s"] == [0.25, 0.5, 0.75] and req.loc[0, "chunk_tokens"] == [1, 1, 1]
     assert req.loc[1, "chunk_tokens"] == [1, 1, 3]  # 5 tokens in 3 chunks: the remainder on the last
     assert req.loc[2, "error"] == "boom" and req.loc[2, "chunk_times_s"] == []
-    assert validation.bench_requests({"ttfts": [0.1]}, 1).empty  # no --save-detailed fields: nothing to rebuild
+    assert serve_results.bench_requests({"ttfts": [0.1]}, 1).empty  # no --save-detailed fields: nothing to rebuild
 
 
 def test_levels_from_results_one_row_per_level_in_order() -> None:
-    table = validation.levels_from_results({4.0: BENCH_RESULT, 1.0: BENCH_RESULT})
+    table = serve_results.levels_from_results({4.0: BENCH_RESULT, 1.0: BENCH_RESULT})
     assert table["level_value"].tolist() == [1.0, 4.0] and (table["source"] == "vllm bench serve").all()
 
 
@@ -194,13 +195,13 @@ def test_prometheus_counters_sum_label_sets() -> None:
         'vllm:request_queue_time_seconds_count{engine="0",model_name="m"} 10.0',
         'vllm:request_decode_time_seconds_sum{engine="0",model_name="m"} 3.0',
     ])
-    counters = validation.prometheus_counters(text)
+    counters = serve.prometheus_counters(text)
     assert counters == {"prompt_tokens": 640.0, "generation_tokens": 160.0, "requests": 10.0,
                         "ttft_sum_s": 0.17, "ttft_count": 10.0, "prefill_sum_s": 0.12, "prefill_count": 10.0,
                         "queue_sum_s": 0.01, "queue_count": 10.0}
-    assert validation.per_request({"prompt_tokens": 640.0, "requests": 10.0}, "prompt_tokens") == 64.0
-    assert validation.per_count(counters, "ttft_sum_s", "ttft_count") == 0.017
-    assert np.isnan(validation.per_request({}, "prompt_tokens"))
+    assert serve.per_request({"prompt_tokens": 640.0, "requests": 10.0}, "prompt_tokens") == 64.0
+    assert serve.per_count(counters, "ttft_sum_s", "ttft_count") == 0.017
+    assert np.isnan(serve.per_request({}, "prompt_tokens"))
 
 
 # --- compare ----------------------------------------------------------------------------------------
@@ -231,7 +232,7 @@ def test_compare_holds_both_sides_to_bench_serve_definitions() -> None:
              itl_p50_ms=1.0, itl_p99_ms=1.0, tpot_p50_ms=1.0, steady_output_tok_per_s=1.0,
              server_engine_ttft_mean_ms=1.0, server_engine_prefill_mean_ms=1.0),
     ])
-    out = validation.compare(requests, serve)
+    out = compare(requests, serve)
     assert list(out.columns) == ["concurrency", "metric", "harness", "serve", "ratio"]
     assert sorted(out["concurrency"].unique()) == [1.0, 4.0]  # 8 only served, rates never compared
     h = out.set_index(["concurrency", "metric"])["harness"]
@@ -248,19 +249,19 @@ def test_compare_holds_both_sides_to_bench_serve_definitions() -> None:
     # two repetitions: the median (here the mean) of each figure; the second ran at half the pace
     assert h[(4.0, "output_tok_per_s")] == pytest.approx((6 / 0.7 + 6 / 1.4) / 2)
     assert h[(4.0, "ttft_p50_ms")] == pytest.approx(225.0) and h[(4.0, "tpot_p50_ms")] == pytest.approx(150.0)
-    assert validation.compare(requests, serve.iloc[0:0]).empty
+    assert compare(requests, serve.iloc[0:0]).empty
 
 
 def test_methods_text_names_the_differences() -> None:
     for words in ("HTTP", "detokeniz", "tokenizer", "steady window", "harness / serve"):
-        assert words in validation.METHODS_TEXT
+        assert words in METHODS_TEXT
 
 
 # --- processes: start failures name the cause, the group is always killed ---------------------------
 
 def test_server_that_exits_fails_with_its_log_tail(tmp_path: Path) -> None:
-    server = validation.Server([sys.executable, "-c", "print('no such model'); raise SystemExit(3)"], {},
-                               tmp_path / "server.log", validation.free_port())
+    server = serve.Server([sys.executable, "-c", "print('no such model'); raise SystemExit(3)"], {},
+                               tmp_path / "server.log", serve.free_port())
     with pytest.raises(AccelbenchError, match=r"exited with code 3(.|\n)*no such model"):
         with server:
             server.start(timeout_s=30)
@@ -272,7 +273,7 @@ def test_server_that_never_answers_times_out_and_is_killed(tmp_path: Path) -> No
               "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
               "print('starting child', c.pid, flush=True); time.sleep(300)")
     log = tmp_path / "server.log"
-    server = validation.Server([sys.executable, "-c", script], {}, log, validation.free_port())
+    server = serve.Server([sys.executable, "-c", script], {}, log, serve.free_port())
     with pytest.raises(AccelbenchError, match=r"did not answer(.|\n)*starting child"):
         with server:
             server.start(timeout_s=3)
@@ -291,7 +292,7 @@ def test_failed_bench_run_is_named_with_its_log(tmp_path: Path) -> None:
 
     args = [sys.executable, "-c", "print('no endpoint'); raise SystemExit(2)"]
     with pytest.raises(AccelbenchError, match=r"warm-up run at concurrency 4 exited with code 2(.|\n)*no endpoint"):
-        validation.run_bench(args, {}, tmp_path / "serve_c4.log", LiveServer(),
+        serve.run_bench(args, {}, tmp_path / "serve_c4.log", LiveServer(),
                              what="bench serve's warm-up run at concurrency 4")
 
 
@@ -305,7 +306,7 @@ def alive(pid: int) -> bool:
 
 
 def test_failed_validation_is_returned_not_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(validation, "server_args",
+    monkeypatch.setattr(serve, "server_args",
                         lambda *a: [sys.executable, "-c", "print('engine failed'); raise SystemExit(1)"])
     r = resolve("cpu", workload="cpu-validate")
     out = validation.validate_with_serve(r, {}, tmp_path, on_progress=lambda text: None)
@@ -317,7 +318,7 @@ def test_failed_validation_is_returned_not_raised(tmp_path: Path, monkeypatch: p
 def test_levels_measured_before_a_failure_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs = []
 
-    def fake_bench(args: list[str], env: dict, log_path: Path, server: validation.Server,
+    def fake_bench(args: list[str], env: dict, log_path: Path, server: serve.Server,
                    what: str = "bench serve") -> None:
         opts = dict(zip(args[3:], args[4:]))
         runs.append((opts["--max-concurrency"], "--save-result" in args))
@@ -327,9 +328,9 @@ def test_levels_measured_before_a_failure_are_kept(tmp_path: Path, monkeypatch: 
             raise AccelbenchError("bench serve exited with code 1")
         (Path(opts["--result-dir"]) / opts["--result-filename"]).write_text(json.dumps(BENCH_RESULT))
 
-    monkeypatch.setattr(validation.Server, "start", lambda self, timeout_s: setattr(self, "start_s", 0.0))
-    monkeypatch.setattr(validation.Server, "counters", lambda self: {})
-    monkeypatch.setattr(validation, "run_bench", fake_bench)
+    monkeypatch.setattr(serve.Server, "start", lambda self, timeout_s: setattr(self, "start_s", 0.0))
+    monkeypatch.setattr(serve.Server, "counters", lambda self: {})
+    monkeypatch.setattr(serve, "run_bench", fake_bench)
     out = validation.validate_with_serve(resolve("cpu", workload="cpu-validate"), {}, tmp_path,
                                          on_progress=lambda text: None)
     assert out.manifest["status"] == "failed" and "exited with code 1" in out.error
@@ -367,7 +368,7 @@ def test_cpu_validate_run_saves_serve_levels(tmp_path: Path) -> None:
     assert serve["server_requests"].tolist() == serve["n_requests"].tolist() == [6, 12]
     for name in ("serve_c1.json", "serve_c4.json", "serve_server.log", "serve_requests.parquet"):
         assert (run.run_dir / name).exists()
-    table = validation.compare(pd.read_parquet(run.run_dir / "requests.parquet"), serve)
+    table = compare(pd.read_parquet(run.run_dir / "requests.parquet"), serve)
     assert len(table) == 2 * 10 and np.isfinite(table["ratio"]).all()
     for metric in ("engine_ttft_mean_ms", "engine_prefill_mean_ms"):
         assert (table.loc[table["metric"] == metric, "serve"] > 0).all()

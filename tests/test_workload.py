@@ -28,6 +28,41 @@ def test_burstier_arrivals_have_larger_gap_spread():
     assert cv[4.0] == pytest.approx(0.5, rel=0.05)
 
 
+def test_poisson_arrivals_are_the_exponential_draw():
+    # Poisson arrivals = exponential gaps = the gamma of shape 1: the same numbers from the same stream
+    offsets = arrival_offsets_s(5, 4.0, 1.0, rng_for(3, 0), arrival="poisson")
+    gaps = rng_for(3, 0).exponential(scale=1 / 4.0, size=5)
+    assert offsets == pytest.approx(np.cumsum(gaps) - gaps[0], rel=1e-12)
+    assert offsets == pytest.approx(arrival_offsets_s(5, 4.0, 1.0, rng_for(3, 0), arrival="gamma"), rel=1e-12)
+    cv = (lambda g: g.std() / g.mean())(np.diff(arrival_offsets_s(10_001, 8.0, 1.0, rng_for(0, 3), "poisson")))
+    assert cv == pytest.approx(1, rel=0.05)  # the exponential's coefficient of variation is 1
+
+
+def test_gamma_arrivals_draw_gaps_of_shape_burstiness():
+    offsets = arrival_offsets_s(5, 4.0, 0.5, rng_for(3, 0), arrival="gamma")
+    gaps = rng_for(3, 0).gamma(shape=0.5, scale=1 / (4.0 * 0.5), size=5)
+    assert offsets == pytest.approx(np.cumsum(gaps) - gaps[0], rel=1e-12)
+
+
+def test_poisson_arrivals_with_burstiness_are_refused():
+    with pytest.raises(ValueError, match="Poisson arrivals have burstiness 1, got 2.0"):
+        arrival_offsets_s(5, 4.0, 2.0, rng_for(0, 0), arrival="poisson")
+    with pytest.raises(ValueError, match="unknown arrival 'uniform'; valid: poisson, gamma"):
+        arrival_offsets_s(5, 4.0, 1.0, rng_for(0, 0), arrival="uniform")
+
+
+@pytest.mark.parametrize("name", ["cpu-smoke", "idle-512-128"])
+def test_workload_arrival_drives_the_draws(name):
+    w = load_workload(name)
+    drawn = arrival_offsets_s(10_001, 8.0, w.burstiness, rng_for(w.seed, 0), arrival=w.arrival)
+    cv = np.diff(drawn).std() / np.diff(drawn).mean()
+    # cpu-smoke is Poisson (CV 1); idle-512-128 is gamma of shape 50, near-regular (CV 1/sqrt(50) = 0.14)
+    assert cv == pytest.approx({"poisson": 1.0, "gamma": 50 ** -0.5}[w.arrival], rel=0.05)
+    # the draw without `arrival` (gamma of shape burstiness) is the same numbers: a valid workload's
+    # burstiness already says its arrival's shape
+    assert drawn == pytest.approx(arrival_offsets_s(10_001, 8.0, w.burstiness, rng_for(w.seed, 0)), rel=1e-12)
+
+
 def test_prompts_are_seeded_and_avoid_special_ids():
     a = make_prompts(3, 50, 4096, rng_for(7, 0))
     assert a == make_prompts(3, 50, 4096, rng_for(7, 0))

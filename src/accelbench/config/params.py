@@ -6,15 +6,26 @@ Every file under params/ loads through here; a bad file fails at load time namin
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from accelbench.config import paths
+from accelbench.config.neuron import NeuronSettings, check_resolved, check_scenario
 from accelbench.errors import AccelbenchError
 
 Backend = Literal["cpu", "cuda", "neuron"]
+Arrival = Literal["poisson", "gamma"]
 
 
 class Frozen(BaseModel):
@@ -81,8 +92,10 @@ class Workload(Frozen):
         "clients from settling into lock-step patterns that differ between engine starts")
     concurrency_levels: list[int] = Field(description="closed-loop levels: clients each with one request in flight")
     request_rates_per_s: list[float] = Field(default_factory=list, description="open-loop offered rates, requests/s")
-    arrival: Literal["poisson", "gamma"] = Field("poisson", description="open-loop inter-arrival distribution")
-    burstiness: float = Field(1.0, gt=0, description="gamma shape; 1 = Poisson, <1 burstier")
+    arrival: Arrival = Field("poisson", description="open-loop arrival process: poisson (exponential gaps) or "
+                                                    "gamma (gaps of shape `burstiness`)")
+    burstiness: float = Field(1.0, gt=0, description="arrival gamma: the gaps' gamma shape; 1 = Poisson, <1 "
+                                                     "burstier, >1 more regular; poisson needs 1")
     max_concurrency: int | None = Field(None, ge=1, description="cap on requests in flight in open-loop levels")
     requests_per_worker: int = Field(4, ge=1, description="closed loop: requests sent per client per level")
     min_requests_per_level: int = Field(8, ge=1, description="at least this many requests in a level")
@@ -100,6 +113,15 @@ class Workload(Frozen):
     target_half_width_pct: float = Field(5.0, gt=0, description="adaptive mode's target half-width, % of the mean")
     seed: int = Field(0, description="seed for prompt token ids and arrivals")
     validate_with_serve: bool = Field(False, description="also run vllm bench serve on the same levels")
+
+    @field_validator("burstiness")
+    @classmethod
+    def _burstiness_fits_arrival(cls, v: float, info: ValidationInfo) -> float:
+        if info.data.get("arrival") == "poisson" and v != 1:
+            raise ValueError(f"{v} with arrival 'poisson', whose gaps are exponential (burstiness 1); valid: "
+                             f"arrival: gamma for gamma gaps of shape {v}, or burstiness 1 (the default) for "
+                             f"Poisson arrivals")
+        return v
 
     @model_validator(mode="after")
     def _levels(self) -> Workload:
@@ -137,7 +159,8 @@ class EngineSettings(Frozen):
     max_num_seqs: int = Field(256, ge=1, description="most sequences vLLM schedules at once")
     max_num_batched_tokens: int | None = Field(None, ge=1, description="tokens per scheduler step")
     enforce_eager: bool = Field(False, description="disable CUDA graphs / compilation")
-    neuron: dict[str, Any] = Field(default_factory=dict, description="neuron backend settings")
+    neuron: NeuronSettings | None = Field(None, description="neuron backend only: NxD Inference settings "
+                                                           "(config/neuron.py); absent = the plugin's defaults")
 
 
 class Scenario(Frozen):
@@ -155,6 +178,7 @@ class Scenario(Frozen):
         tp = self.engine.tensor_parallel_size
         if self.accelerators_used % tp:
             raise ValueError(f"engine.tensor_parallel_size={tp} must divide accelerators_used={self.accelerators_used}")
+        check_scenario(self)
         return self
 
 
@@ -190,6 +214,7 @@ class Resolved(Frozen):
         if s.engine.max_model_len > self.model.max_position_embeddings:
             raise ValueError(f"{where}: engine.max_model_len={s.engine.max_model_len} exceeds model "
                              f"'{self.model.name}' max_position_embeddings={self.model.max_position_embeddings}")
+        check_resolved(s, i, self.model, w, where)
         return self
 
 
@@ -206,9 +231,31 @@ def _build(cls: type[Frozen], data: Any, path: Path, **extra: Any) -> Any:
     try:
         return cls(**{**extra, **data})
     except ValidationError as e:
-        problems = "; ".join(f"field '{'.'.join(map(str, err['loc'])) or '(file)'}': {err['msg']}"
-                             for err in e.errors())
-        raise AccelbenchError(f"{path}: {problems}") from None
+        raise AccelbenchError(f"{path}: {'; '.join(_problem(cls, err) for err in e.errors())}") from None
+
+
+def _problem(cls: type[BaseModel], err: Any) -> str:
+    """One validation error as 'field 'a.b': reason', listing the valid fields where a key is unknown."""
+    loc, msg = tuple(err["loc"]), err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden" and (valid := _fields_at(cls, loc[:-1])):
+        msg += f" (valid fields here: {', '.join(valid)})"
+    return f"field '{'.'.join(map(str, loc))}': {msg}" if loc else msg
+
+
+def _fields_at(cls: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The fields of the model found by following `loc` down from `cls`; [] where it leads elsewhere."""
+    model: Any = cls
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return []
+        ann = field.annotation
+        options = get_args(ann) if get_origin(ann) in (Union, UnionType) else (ann,)
+        models = [o for o in options if isinstance(o, type) and issubclass(o, BaseModel)]
+        if not models:
+            return []
+        model = models[0]
+    return list(model.model_fields)
 
 
 def _names(directory: Path) -> list[str]:

@@ -141,7 +141,8 @@ async def measure_level(engine: Engine, resolved: Resolved, level: Level, clock:
         phases = sorted(rng_for(w.seed, level.index, 0, 2).uniform(size=int(level.value)).tolist())
         records = await closed_loop(engine, prompts, int(level.value), lengths, clock, prefix, ramp_s, phases=phases)
     else:
-        offsets = arrival_offsets_s(level.num_requests, level.value, w.burstiness, rng_for(w.seed, level.index, 0, 3))
+        offsets = arrival_offsets_s(level.num_requests, level.value, w.burstiness,
+                                    rng_for(w.seed, level.index, 0, 3), arrival=w.arrival)
         records = await open_loop(engine, prompts, offsets.tolist(), lengths, clock, prefix, w.max_concurrency)
     for r in records:
         r.update(level_kind=level.kind, level_value=level.value, repetition=level.repetition,

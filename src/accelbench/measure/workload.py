@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from accelbench.config.params import Workload
+from accelbench.config.params import Arrival, Workload
 
 # Ids below this are often special tokens (bos/eos/pad) in Llama vocabularies: keep prompts clear of them.
 FIRST_ORDINARY_TOKEN_ID = 10
@@ -30,11 +30,21 @@ def output_lengths(workload: Workload, n: int, rng: np.random.Generator) -> list
     return rng.integers(low, high + 1, size=n).tolist()
 
 
-def arrival_offsets_s(n: int, rate_per_s: float, burstiness: float, rng: np.random.Generator) -> np.ndarray:
-    """Arrival times (s from the level's start) of n requests at a mean rate.
+def arrival_offsets_s(n: int, rate_per_s: float, burstiness: float, rng: np.random.Generator,
+                      arrival: Arrival = "gamma") -> np.ndarray:
+    """Arrival times (s from the level's start) of n requests at a mean rate, as the workload's `arrival` says.
 
-    Inter-arrival gaps are gamma(shape=burstiness, scale=1/(rate*burstiness)): mean 1/rate for any
-    burstiness; burstiness 1 is the exponential (Poisson arrivals), below 1 burstier, above 1 smoother.
+    poisson: exponential gaps of mean 1/rate (drawn as the gamma of shape 1, the same numbers), and
+    `burstiness` must be 1. gamma: gaps gamma(shape=burstiness, scale=1/(rate*burstiness)), mean 1/rate for
+    any burstiness; below 1 burstier, above 1 smoother. The default, gamma, draws whatever burstiness says.
     """
-    gaps = rng.gamma(shape=burstiness, scale=1.0 / (rate_per_s * burstiness), size=n)
+    if arrival == "poisson":
+        if burstiness != 1:
+            raise ValueError(f"Poisson arrivals have burstiness 1, got {burstiness}: pass arrival='gamma'")
+        shape = 1.0
+    elif arrival == "gamma":
+        shape = burstiness
+    else:
+        raise ValueError(f"unknown arrival '{arrival}'; valid: poisson, gamma")
+    gaps = rng.gamma(shape=shape, scale=1.0 / (rate_per_s * shape), size=n)
     return np.cumsum(gaps) - gaps[0]  # the first request goes at once

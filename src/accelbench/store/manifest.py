@@ -110,6 +110,11 @@ class RunManifest(BaseModel):
         if isinstance(workload, dict) and "closed_loop_start" not in workload:
             # schema 1 predates the field: its closed-loop clients all started at once
             data["resolved"] = {**data["resolved"], "workload": {**workload, "closed_loop_start": "simultaneous"}}
+        scenario = (data.get("resolved") or {}).get("scenario")
+        engine = scenario.get("engine") if isinstance(scenario, dict) else None
+        if isinstance(engine, dict) and engine.get("neuron") == {}:
+            # engine.neuron was an untyped dict, {} on every backend; now typed, and absent (None) off Neuron
+            data["resolved"] = {**data["resolved"], "scenario": {**scenario, "engine": {**engine, "neuron": None}}}
         return data
 
     @property

@@ -55,7 +55,8 @@ class RunSet:
             if self.dirs:
                 con = self.connect()
                 if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name='levels'").fetchone()[0]:
-                    self._levels = con.execute("SELECT r.*, l.* EXCLUDE (run_id) FROM levels l JOIN runs r USING (run_id)").df()
+                    self._levels = con.execute("SELECT r.*, l.* EXCLUDE (run_id) FROM levels l JOIN runs r USING (run_id) "
+                                                  "ORDER BY r.run_dir, l.level_start_s NULLS LAST").df()
         return self._levels.copy()
 
 
