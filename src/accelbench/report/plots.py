@@ -1,4 +1,4 @@
-"""Charts for the summary report: matplotlib Figures drawn with seaborn, axes labelled from report.LABELS.
+"""Charts for the summary report: matplotlib Figures drawn with seaborn, axes labelled from report.labels.LABELS.
 
 Figures are built without pyplot, so a notebook shows each once: as its cell's PNG result.
 """
@@ -15,9 +15,16 @@ from IPython.display import Markdown
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, ScalarFormatter
 
-from accelbench import report
+from accelbench.analysis import views
+from accelbench.analysis.pareto import pareto
 from accelbench.config import paths
-from accelbench.report import LABELS
+from accelbench.report.labels import (
+    COST_BASIS,
+    LABELS,
+    NOT_MEASURED,
+    NOTHING,
+    PRICE_KIND,
+)
 
 STAT_STYLE = {"p50": dict(linestyle="-", marker="o"), "p99": dict(linestyle="--", marker="s")}
 
@@ -83,13 +90,13 @@ NO_LEVELS = {"concurrency": "No closed-loop (concurrency) levels in these runs."
 def _levels_of(df: pd.DataFrame, kind: str) -> pd.DataFrame | Markdown:
     """The rows of one level kind, or the message saying why there is nothing to chart."""
     if df.empty:
-        return report.message(report.NOTHING)
+        return Markdown(NOTHING)
     rows = df[df["level_kind"] == kind]
-    return rows if not rows.empty else report.message(NO_LEVELS[kind])
+    return rows if not rows.empty else Markdown(NO_LEVELS[kind])
 
 
 def _closed_loop(output_dir: Path | str) -> pd.DataFrame | Markdown:
-    return _levels_of(report.summary(output_dir), "concurrency")
+    return _levels_of(views.summary(output_dir), "concurrency")
 
 
 def latency_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
@@ -107,9 +114,9 @@ def latency_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart 
 
 def ttft_distributions(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
     """ECDF of every measured request's TTFT, one curve per level, one panel per run."""
-    req = report.measured_requests(output_dir)
+    req = views.measured_requests(output_dir)
     if req.empty:
-        return report.message(report.NOTHING)
+        return Markdown(NOTHING)
     req = req[req["measured"] & req["error"].isna()]
     fig, axes = _figure(req["run_label"].nunique())
     for ax, (run_label, g) in zip(axes, req.groupby("run_label", sort=False)):
@@ -139,7 +146,7 @@ def throughput_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Cha
 
 def throughput_vs_rate(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
     """Open loop: output tokens/s against the offered rate, and achieved against offered request rate."""
-    opened = _levels_of(report.summary(output_dir), "rate")
+    opened = _levels_of(views.summary(output_dir), "rate")
     if isinstance(opened, Markdown):
         return opened
     fig, (left, right) = _figure(2)
@@ -180,10 +187,10 @@ def _short_level(kind: str, value: float) -> str:
 
 def pareto_frontier(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
     """Output tokens/s per user against per accelerator, every level of every run; each run's frontier
-    (report.pareto_front) drawn as a line, its points filled and labelled, dominated points as crosses."""
-    pf = report.pareto(output_dir)
+    (analysis.pareto.pareto_front) drawn as a line, its points filled and labelled, dominated points as crosses."""
+    pf = pareto(output_dir)
     if pf.empty:
-        return report.message(report.NOTHING)
+        return Markdown(NOTHING)
     colors = _colors(pf)
     run, point = LABELS["run_label"], LABELS["point"]
     pf = pf.assign(**{point: np.where(pf["on_frontier"], "on the frontier", "dominated"), run: pf["run_label"]})
@@ -205,32 +212,32 @@ def pareto_frontier(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markd
 
 
 def cost_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
-    """USD per 1M output tokens per run against concurrency (report.COST_BASIS), with 95% CIs."""
-    c = report.costs(output_dir)
+    """USD per 1M output tokens per run against concurrency (COST_BASIS), with 95% CIs."""
+    c = views.costs(output_dir)
     if c.empty:
-        return report.message(report.NOTHING)
+        return Markdown(NOTHING)
     closed = c[(c["level_kind"] == "concurrency") & c["usd_per_m_output_tokens"].notna()]
     if closed.empty:
-        return report.message("No priced closed-loop (concurrency) level in these runs.")
+        return Markdown("No priced closed-loop (concurrency) level in these runs.")
     fig, (ax,) = _figure(1, width_in=8.0)
     _by_run(ax, closed, "level_value", {"usd_per_m_output_tokens": "median"})
     _levels_axis(ax, closed["level_value"])
     _log_ticks(ax.yaxis)
-    ax.set(title=f"Cost per 1M output tokens vs concurrency ({report.COST_BASIS}, "
-                 f"{report.PRICE_KIND.replace('_', '-')})",
+    ax.set(title=f"Cost per 1M output tokens vs concurrency ({COST_BASIS}, "
+                 f"{PRICE_KIND.replace('_', '-')})",
            xlabel=LABELS["concurrency"], ylabel=LABELS["usd_per_m_output_tokens"] + " (USD, log scale)")
     return fig
 
 
 def energy_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
     """Joules per output token per run against concurrency, for the runs whose backend measured power."""
-    e = report.summary(output_dir)
+    e = views.summary(output_dir)
     if e.empty:
-        return report.message(report.NOTHING)
+        return Markdown(NOTHING)
     closed = e[(e["level_kind"] == "concurrency") & e["j_per_output_token"].notna()] \
         if "j_per_output_token" in e else e.iloc[0:0]
     if closed.empty:
-        return report.message(f"Energy was **{report.NOT_MEASURED}** for every closed-loop level: nothing to chart "
+        return Markdown(f"Energy was **{NOT_MEASURED}** for every closed-loop level: nothing to chart "
                               "(absent, not zero).")
     fig, (ax,) = _figure(1, width_in=8.0)
     _by_run(ax, closed, "level_value", {"j_per_output_token": "median"})
@@ -246,7 +253,7 @@ def energy_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart |
 
 def roofline_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markdown:
     """Left: measured ITL p50 against the decode lower bound; right: ITL and throughput efficiency (%)."""
-    closed = _levels_of(report.rooflines(output_dir), "concurrency")
+    closed = _levels_of(views.rooflines(output_dir), "concurrency")
     if isinstance(closed, Markdown):
         return closed
     series = {"itl_p50_ms": "measured ITL p50", "decode_bound_ms": "decode lower bound"}
