@@ -34,7 +34,7 @@ MEDIAN_EXTRAS = ("ttft_engine_diff_p50_ms", "ttft_engine_diff_p99_ms", "ttft_eng
                  "num_preemptions", "preempted_requests", "offered_rate_per_s", "achieved_rate_per_s",
                  "power_mean_w", "j_per_output_token", "gpu_util_mean_pct", "memory_used_max_gb",
                  "kv_cache_usage_max_pct", "check_littles_pct", "check_requests_pct", "check_total_pct",
-                 "n_completed", "interval_s")
+                 "n_completed", "n_measured", "interval_s")
 
 
 def t_quantile(df: int) -> float:
@@ -100,6 +100,8 @@ def summarize_levels(levels: pd.DataFrame, group_by: tuple[str, ...] = ("level_k
         row |= dict(repetitions=len(g), replicates=g["replicate"].nunique(), n_errors=int(g["n_errors"].sum()),
                     saturated=_any(g, "saturated"), low_n=_any(g, "low_n"),
                     not_steady=not bool(g["steady"].all()) if "steady" in g else False)
+        if "n_requests" in g:  # successful requests per repetition: what a whole-level percentile rests on
+            row["n_ok"] = float(np.median(g["n_requests"] - g["n_errors"]))
         failed = g["checks_failed"].fillna("") if "checks_failed" in g else pd.Series(dtype=str)
         row["checks_failed"] = "; ".join(f"rep {r}: {f}" for r, f in zip(g["repetition"], failed) if f)
         cvs = []

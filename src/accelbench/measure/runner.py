@@ -101,9 +101,10 @@ async def closed_loop(engine: Engine, prompts: list[list[int]], concurrency: int
     return records
 
 
-async def open_loop(engine: Engine, prompts: list[list[int]], offsets_s: list[float], max_tokens: list[int],
+async def open_loop(engine: Engine, prompts: list[list[int]], offsets_s: list[float], max_tokens: int | list[int],
                     clock: Clock, prefix: str, max_concurrency: int | None) -> list[dict[str, Any]]:
     """Requests sent at fixed arrival times whatever the engine's state, optionally capped in flight."""
+    max_tokens = max_tokens if isinstance(max_tokens, list) else [max_tokens] * len(prompts)
     cap = asyncio.Semaphore(max_concurrency) if max_concurrency else None
     start = clock()
 

@@ -39,8 +39,10 @@ class RunSet:
         for table in ("levels", "requests"):
             if list(root.glob(f"*/*/{table}.parquet")):
                 con.execute(f"""CREATE VIEW {table} AS
-                    SELECT * EXCLUDE (filename), split_part(filename, '/', -2) AS run_id
-                    FROM read_parquet('{root}/*/*/{table}.parquet', filename=true, union_by_name=true)""")
+                    SELECT * EXCLUDE (filename, file_row_number), split_part(filename, '/', -2) AS run_id,
+                           file_row_number AS row_in_run
+                    FROM read_parquet('{root}/*/*/{table}.parquet', filename=true, file_row_number=true,
+                                      union_by_name=true)""")
         return con
 
     def table(self, run_id: str, name: str) -> pd.DataFrame:
@@ -55,8 +57,9 @@ class RunSet:
             if self.dirs:
                 con = self.connect()
                 if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name='levels'").fetchone()[0]:
-                    self._levels = con.execute("SELECT r.*, l.* EXCLUDE (run_id) FROM levels l JOIN runs r USING (run_id) "
-                                                  "ORDER BY r.run_dir, l.level_start_s NULLS LAST").df()
+                    self._levels = con.execute(
+                        "SELECT r.*, l.* EXCLUDE (run_id, row_in_run) FROM levels l JOIN runs r USING (run_id) "
+                        "ORDER BY r.run_dir, l.row_in_run").df()
         return self._levels.copy()
 
 
