@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The exact calls behind the committed H200 results. Runs ON an offline H200 host, from the project
 # root, after ../shared/gpu-host's staged install (vLLM 0.24.0 on the host's torch 2.11 / CUDA 13).
-#   scripts/h200-session.sh check|h200|validate|idle|serving-path|scout|scout-c64|scout-rates OUTDIR
+#   scripts/h200-session.sh check|h200|validate|idle|serving-path|scout|scout-c64|scout-rates|cv|cv-long|scout-cv OUTDIR
 # STOP_AFTER_S (default 420) bounds the sweeps that could outrun one 10-minute call: no level starts
 # after it (seconds from the run's start, engine start included), and such a run is saved marked partial.
 # Each step executes notebooks/run_scenario.ipynb with papermill, as a user on a GPU instance would,
@@ -65,10 +65,28 @@ print('vllm', vllm.__version__, 'torch', torch.__version__, 'gpus', torch.cuda.d
   scout-c64)  # the concurrency-64 level the scout step left out
     notebook h200x2-scout-c64 h200x2-scout -p workload scout-512-128-c64 -p stop_after_s $STOP_AFTER_S
     ;;
+  cv)  # the spread between engine starts (estimators issue): REPLICATES (default 3) engine starts per policy,
+    # staggered client starts on GPU 0 and simultaneous on GPU 1, at the same time (about 7 min)
+    note="ran at the same time as the other client start policy's run on the host's other H200"
+    CUDA_VISIBLE_DEVICES=0 VLLM_CACHE_ROOT=$HOME/.cache/vllm-gpu0 ACCELBENCH_RUN_NOTE="$note" \
+      notebook h200-cv h200 -p workload cv-512-128 -p replicates ${REPLICATES:-3} -p stop_after_s $STOP_AFTER_S &
+    CUDA_VISIBLE_DEVICES=1 VLLM_CACHE_ROOT=$HOME/.cache/vllm-gpu1 ACCELBENCH_RUN_NOTE="$note" \
+      notebook h200-cv-simultaneous h200 -p workload cv-512-128-simultaneous -p replicates ${REPLICATES:-3} \
+      -p stop_after_s $STOP_AFTER_S &
+    wait
+    ;;
+  cv-long)  # cv-512-128-long, default (staggered) client starts, alone on GPU 0: REPLICATES (default 3) engine starts
+    CUDA_VISIBLE_DEVICES=0 VLLM_CACHE_ROOT=$HOME/.cache/vllm-gpu0 \
+      notebook h200-cv-long h200 -p workload cv-512-128-long -p replicates ${REPLICATES:-3} -p stop_after_s $STOP_AFTER_S
+    ;;
+  scout-cv)  # Llama 4 Scout on both GPUs, REPLICATES (default 2) engine starts at concurrency 32 (about 8 min)
+    notebook h200x2-scout-cv h200x2-scout -p workload scout-cv-512-128 -p replicates ${REPLICATES:-2} \
+      -p stop_after_s $STOP_AFTER_S
+    ;;
   scout-rates)  # the open-loop half (not yet run)
     notebook h200x2-scout-rates h200x2-scout -p workload scout-512-128-rates -p stop_after_s $STOP_AFTER_S
     ;;
-  *) echo "unknown step '$step': valid steps are check, h200, validate, idle, serving-path, scout, scout-c64, scout-rates" >&2; exit 2 ;;
+  *) echo "unknown step '$step': valid steps are check, h200, validate, idle, serving-path, scout, scout-c64, scout-rates, cv, cv-long, scout-cv" >&2; exit 2 ;;
 esac
 # only what this call wrote, in parts under the 16 MB a returned file may have
 new=$(find outputs/results -mindepth 2 -maxdepth 2 -type d -newer "$started"; find outputs/notebooks -newer "$started" -type f

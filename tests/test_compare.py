@@ -15,10 +15,13 @@ from accelbench.store import runs as results
 
 
 def summary_row(**values) -> dict:
-    """One summary level with metric m = (median, ci_low, ci_high)."""
+    """One summary level with metric m = (estimate, ci_low, ci_high): a t-interval over 3 engine starts,
+    or, where the interval is missing, a single value."""
     row = dict(level_kind="concurrency", level_value=1.0)
     for m, (v, lo, hi) in values.items():
-        row |= {m: v, f"{m}_ci_low": lo, f"{m}_ci_high": hi}
+        tested = np.isfinite(lo)
+        row |= {m: v, f"{m}_ci_low": lo, f"{m}_ci_high": hi, f"{m}_interval": "t, engine starts" if tested else "range",
+                f"{m}_n": 3 if tested else 1}
     return row
 
 
@@ -33,8 +36,8 @@ def test_compare_summaries_verdicts_from_ci_overlap():
     assert c.loc["ttft_p99_ms", "verdict"] == "regression"  # higher latency, 55 < 65
     assert c.loc["itl_p50_ms", "verdict"] == "no significant change"  # [9, 11] overlaps [9.5, 11.5]
     assert c.loc["itl_p50_ms", "note"] == "95% CIs overlap"
-    assert c.loc["tpot_p50_ms", "verdict"] == "no significant change"  # doubled, but A has no CI
-    assert c.loc["tpot_p50_ms", "note"] == "no 95% CI (fewer than two repetitions)"
+    assert c.loc["tpot_p50_ms", "verdict"] == "not testable"  # doubled, but A has one value
+    assert c.loc["tpot_p50_ms", "note"] == "not testable (n = 1 and 3; a test needs 3)"
 
 
 def test_compare_faster_latency_is_an_improvement():

@@ -8,6 +8,7 @@ import pytest
 
 from accelbench.analysis import cost, summary
 from accelbench.config import params
+from accelbench.core import metrics
 from accelbench.errors import AccelbenchError
 
 INSTANCES = params.load_instances()
@@ -117,7 +118,7 @@ def test_cost_summarize_runs_keeps_run_facts_and_skips_fixtures():
             rows.append(dict(run_id=run, scenario="h200", model="llama-3.1-8b", instance="p5en.48xlarge",
                              accelerators_used=1, status="completed", fixture=fixture, level_kind="concurrency",
                              level_value=1.0, repetition=rep, n_errors=0, saturated=False,
-                             **{m: 100 + rng.random() for m in cost.metrics.SUMMARY_METRICS}))
+                             **{m: 100 + rng.random() for m in metrics.SUMMARY_METRICS}))
     s = summary.summarize_runs(pd.DataFrame(rows))
     assert list(s["run_id"]) == ["r1"]
     assert (s["instance"].iloc[0], s["accelerators_used"].iloc[0], s["repetitions"].iloc[0]) == ("p5en.48xlarge", 1, 3)

@@ -95,7 +95,7 @@ def warm_up_spread_s(closed_loop_start: str) -> float:
     engine = StandInEngine(resolved, None)
     asyncio.run(sweep(engine, resolved, Clock(), lambda *_: None, lambda text: None))
     (index,) = [level.index for level in plan_levels(resolved.workload) if level.label == "concurrency 4 rep 0"]
-    times = [t for request_id, t in engine.submitted if request_id.startswith(f"W{index}-")]
+    times = [t for request_id, t in engine.submitted if request_id.startswith(f"R0W{index}-")]
     return max(times) - min(times)
 
 
@@ -118,3 +118,56 @@ def test_a_bound_that_is_not_a_positive_number_is_refused_before_anything_runs(t
     with pytest.raises(AccelbenchError, match=f"stop_after_s must be a positive number of seconds .*got {bad!r}"):
         study.run_scenario("cpu", workload="cpu-smoke", outputs_dir=tmp_path, stop_after_s=bad)
     assert not any(tmp_path.iterdir())
+
+
+def _cpu_smoke(**update: Any):
+    resolved = resolve("cpu", workload="cpu-smoke")
+    return resolved.model_copy(update={"workload": resolved.workload.model_copy(update=update)})
+
+
+def _records(resolved) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    asyncio.run(sweep(StandInEngine(resolved, None), resolved, Clock(), lambda level, r, *_: records.extend(r),
+                      lambda text: None))
+    return records
+
+
+def test_output_lengths_are_drawn_around_the_mean_and_seeded_per_level():
+    records = _records(_cpu_smoke())  # 16 tokens, range ratio 0.25: 12 to 20
+    lengths = [r["output_tokens"] for r in records]
+    assert min(lengths) >= 12 and max(lengths) <= 20 and len(set(lengths)) > 3
+    assert all(r["error"] is None for r in records)
+    again = {r["request_id"]: r["output_tokens"] for r in _records(_cpu_smoke())}
+    assert again == {r["request_id"]: r["output_tokens"] for r in records}  # same seed, same draws
+    assert {r["output_tokens"] for r in _records(_cpu_smoke(output_tokens_range_ratio=0.0))} == {16}
+
+
+def test_closed_loop_clients_start_at_their_phases_of_the_ramp():
+    engine = StandInEngine(None, None)
+    # each request takes 100 tokens x 2 ms, longer than the ramp: every client gets one prompt
+    records = asyncio.run(closed_loop(engine, [[1]] * 3, 3, 100, Clock(), "t", ramp_s=0.2, phases=[0.0, 0.5, 0.25]))
+    first = {r["client"]: r["submit_s"] for r in records}
+    assert first[1] - first[0] == pytest.approx(0.1, abs=0.02) and first[2] - first[0] == pytest.approx(0.05, abs=0.02)
+
+
+def test_adaptive_mode_repeats_a_level_until_its_interval_is_tight_or_the_maximum():
+    def reps(target: float) -> dict[tuple[str, float], int]:
+        records = _records(_cpu_smoke(max_repetitions=4, target_half_width_pct=target))
+        return pd.DataFrame(records).groupby(["level_kind", "level_value"])["repetition"].nunique().to_dict()
+    assert set(reps(1e-9).values()) == {4}  # never tight enough: up to the maximum
+    assert set(reps(1e9).values()) == {2}  # tight at once: the planned repetitions only
+
+
+def test_replicates_measure_every_level_on_engines_started_one_after_another(tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "VllmEngine", StandInEngine)
+    run = study.run_scenario("cpu", workload="cpu-smoke", outputs_dir=tmp_path, replicates=2)
+    manifest = load_manifest(run.run_dir)
+    planned = len(plan_levels(resolve("cpu", workload="cpu-smoke").workload))
+    assert run.status == "completed" and manifest.replicates == 2 and len(manifest.engine_starts_s) == 2
+    assert manifest.levels_planned == manifest.levels_measured == 2 * planned
+    levels = pd.read_parquet(run.run_dir / "levels.parquet")
+    assert sorted(levels["replicate"].unique()) == [0, 1]
+    summary = run.summary()
+    assert set(summary["replicates"]) == {2} and set(summary["output_tok_per_s_interval"]) == {"range"}
+    with pytest.raises(AccelbenchError, match="replicates must be a whole number of engine starts from 1 to 20"):
+        study.run_scenario("cpu", workload="cpu-smoke", outputs_dir=tmp_path, replicates=0)

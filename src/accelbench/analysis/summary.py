@@ -1,6 +1,10 @@
-"""The one summary across repetitions: core.metrics.summarize_levels per run and level, computed once per
-set of run folders, with each run's facts. Cost, roofline, compare, audit, recommend and the report read
-it here instead of summarizing again."""
+"""The one summary across repetitions and engine starts: core.uncertainty.summarize_levels per run and
+level, computed once per set of run folders, with each run's facts. Cost, roofline, compare, audit,
+recommend and the report read it here instead of summarizing again.
+
+Level rows come from the current estimators: stored as they are for runs whose schema version says the
+current estimators wrote them (store.manifest.ESTIMATORS_SINCE), recomputed from the raw requests for
+older runs (the raw rows are the record), energy from their raw telemetry samples."""
 
 from __future__ import annotations
 
@@ -9,15 +13,56 @@ from pathlib import Path
 import pandas as pd
 
 from accelbench.config import paths
-from accelbench.core import metrics
+from accelbench.core import metrics, uncertainty
 from accelbench.store import runset
-from accelbench.store.manifest import WHOLE_LEVELS
+from accelbench.store.manifest import ESTIMATORS_SINCE, WHOLE_LEVELS
 
 # The run facts a summary row keeps beside its level (as runset.RunSet.runs has them).
 RUN_FACTS = ("run_id", "scenario", "model", "workload", "backend", "instance", "accelerator",
              "accelerators_used", "tensor_parallel_size", "input_tokens", "output_tokens", "started_at", "status",
              "fixture")
 LEVEL = ("level_kind", "level_value")
+# what a stored level row holds beyond the estimators: whole-level engine and telemetry figures, kept as stored
+KEPT = ("level_start_s", "level_end_s", "kv_cache_usage_max_pct", "preempted_requests", "gpu_util_mean_pct",
+        "memory_used_max_gb", "telemetry_samples")
+
+
+def recompute(runs: runset.RunSet, run_id: str) -> pd.DataFrame:
+    """One run's level rows under the current estimators, from its raw requests and telemetry samples."""
+    requests = runs.table(run_id, "requests")
+    if requests.empty:
+        return pd.DataFrame()
+    rows = metrics.level_table(metrics.request_table(requests))
+    stored = runs.table(run_id, "levels")
+    keys = [k for k in metrics.level_keys(rows) if k in stored]
+    rows = rows.merge(stored[keys + [c for c in KEPT if c in stored]], on=keys, how="left")
+    power = runs.table(run_id, "telemetry")
+    power = power[power["power_w"].notna()] if "power_w" in power else pd.DataFrame()
+    energy = [metrics.energy_between(power["t"], power["power_w"], a, b) if not power.empty else None
+              for a, b in zip(rows["interval_start_s"], rows["interval_end_s"])]
+    rows["energy_j"] = pd.Series(energy, dtype=float)
+    rows["power_mean_w"] = rows["energy_j"] / rows["interval_s"]
+    rows["j_per_output_token"] = rows["energy_j"] / (rows["output_tok_per_s"] * rows["interval_s"])
+    return rows
+
+
+@runset.per_run_set
+def level_rows(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
+    """Every run's level rows under the current estimators, with the run's facts (module docstring)."""
+    runs = runset.run_set(output_dir)
+    stored = runs.levels()
+    if stored.empty:
+        return stored
+    parts = []
+    for run_id, m in runs.manifests.items():
+        if m.schema_version >= ESTIMATORS_SINCE:
+            parts.append(stored[stored["run_id"] == run_id])
+            continue
+        rows = recompute(runs, run_id)
+        if not rows.empty:
+            facts = runs.runs[runs.runs["run_id"] == run_id]
+            parts.append(facts.merge(rows, how="cross"))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def summarize_runs(levels: pd.DataFrame, include_failed: bool = False,
@@ -37,13 +82,13 @@ def summarize_runs(levels: pd.DataFrame, include_failed: bool = False,
     if df.empty:
         return pd.DataFrame()
     keys = tuple(k for k in RUN_FACTS if k in df and df[k].notna().all()) + LEVEL
-    return metrics.summarize_levels(df, group_by=keys)
+    return uncertainty.summarize_levels(df, group_by=keys)
 
 
 @runset.per_run_set
 def all_levels(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
     """Every run's summary rows, failed runs and fixtures included (filter on `status` and `fixture`)."""
-    return summarize_runs(runset.load_levels(output_dir), include_failed=True, include_fixtures=True)
+    return summarize_runs(level_rows(output_dir), include_failed=True, include_fixtures=True)
 
 
 def measured(output_dir: Path | str = paths.OUTPUTS_DIR, include_failed: bool = False,

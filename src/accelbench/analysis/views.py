@@ -19,7 +19,7 @@ from accelbench.analysis.runs import (
     with_run_facts,
 )
 from accelbench.config import params, paths
-from accelbench.core import metrics
+from accelbench.core import metrics, uncertainty
 from accelbench.errors import AccelbenchError
 from accelbench.store import runset
 from accelbench.store.manifest import WHOLE_LEVELS
@@ -47,18 +47,20 @@ def summary(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
 @runset.per_run_set
 def measured_requests(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
     """Every request of every run (DuckDB view `requests`), `measured` where it is inside its level's
-    steady-state window, as the level aggregates count it."""
+    measurement interval, as the level aggregates' interval view counts it (core.metrics.interval)."""
     rs = runset.run_set(output_dir)
     if not rs.dirs:
         return pd.DataFrame()
     con = rs.connect()
     if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name='requests'").fetchone()[0]:
         return pd.DataFrame()
-    req = con.execute("""SELECT run_id, level_kind, level_value, repetition, scheduled_s, submit_s,
-        first_token_s, end_s, error, input_tokens, output_tokens, ttft_ms, tpot_ms, e2e_ms FROM requests""").df()
+    req = con.execute("SELECT * EXCLUDE (chunk_times_s, chunk_tokens) FROM requests").df()
+    req["replicate"] = req["replicate"].fillna(0) if "replicate" in req else 0
     req["measured"] = False
-    for _, level in req.groupby(["run_id", *metrics.LEVEL_KEYS]):
-        req.loc[level.index, "measured"] = metrics.in_window(level, *metrics.steady_window(level))
+    for _, level in req.groupby(["run_id", *metrics.level_keys(req)]):
+        start, end, steady = metrics.interval(level)
+        submitted = level["submit_s"].between(start, end) if steady else True
+        req.loc[level.index, "measured"] = level["error"].isna() & submitted
     req = req.merge(runs(output_dir)[["run_id", "run_label"]], on="run_id")
     return order(with_level_names(req))
 
@@ -70,14 +72,14 @@ def _profiles_for(model: str) -> list[params.SloProfile]:
 @runset.per_run_set
 def slo_best(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
     """Per run and SLO profile that names its model (or names none): the highest concurrency and rate
-    meeting the profile at p99 (metrics.best_levels_meeting_slo)."""
+    meeting the profile at p99 over every request of the level (uncertainty.best_levels_meeting_slo)."""
     s = summary(output_dir)
     if s.empty:
         return s
     rows = []
     for run_label, g in s.groupby("run_label", sort=False):
         for p in _profiles_for(g["model"].iloc[0]):
-            best = metrics.best_levels_meeting_slo(g, p.ttft_p99_ms, p.tpot_p99_ms)
+            best = uncertainty.best_levels_meeting_slo(g, p.ttft_p99_ms, p.tpot_p99_ms)
             rows.append(dict(run_label=run_label, profile=p.name, ttft_p99_limit_ms=p.ttft_p99_ms,
                              tpot_p99_limit_ms=p.tpot_p99_ms, best_concurrency=best["concurrency"],
                              best_rate_per_s=best["rate"], source=p.source))
@@ -87,7 +89,7 @@ def slo_best(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
 @runset.per_run_set
 def goodput(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
     """Per run, applicable profile and level: metrics.goodput's requests/s meeting both limits (median over
-    repetitions) and the share of measured requests that met them."""
+    repetitions) and the share of the requests completed inside the interval that met them."""
     req = measured_requests(output_dir)
     if req.empty:
         return req
@@ -98,7 +100,7 @@ def goodput(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
             g = metrics.goodput(r, p.ttft_p99_ms, p.tpot_p99_ms).groupby(
                 ["level_kind", "level_value"], sort=False).agg(
                 goodput_req_per_s=("goodput_req_per_s", "median"), good=("good_requests", "sum"),
-                n=("n_measured", "sum")).reset_index()
+                n=("n_completed", "sum")).reset_index()
             g["good_share_pct"] = 100 * g["good"] / g["n"].where(g["n"] > 0)  # none measured: NaN, not 0%
             parts.append(g.assign(run_id=run_id, run_label=r["run_label"].iloc[0], profile=p.name))
     if not parts:

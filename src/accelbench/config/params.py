@@ -85,7 +85,11 @@ class Workload(Frozen):
     name: str = Field(description="short name used in scenarios")
     description: str = Field("", description="what the workload stands for")
     input_tokens: int = Field(ge=1, description="prompt length in tokens, every request")
-    output_tokens: int = Field(ge=1, description="generated tokens, every request (ignore_eos)")
+    output_tokens: int = Field(ge=1, description="generated tokens per request, the mean when they vary (ignore_eos)")
+    output_tokens_range_ratio: float = Field(
+        0.0, ge=0, lt=1, description="output tokens drawn uniformly on output_tokens x [1 - r, 1 + r] per "
+        "request (vLLM's random dataset's range ratio); 0 fixes them. Varied lengths keep closed-loop "
+        "clients from settling into lock-step patterns that differ between engine starts")
     concurrency_levels: list[int] = Field(description="closed-loop levels: clients each with one request in flight")
     request_rates_per_s: list[float] = Field(default_factory=list, description="open-loop offered rates, requests/s")
     arrival: Arrival = Field("poisson", description="open-loop arrival process: poisson (exponential gaps) or "
@@ -103,6 +107,10 @@ class Workload(Frozen):
     closed_loop_start: Literal["staggered", "simultaneous"] = Field(
         "staggered", description="closed loop: clients start spread over one request's latency, or all at once")
     repetitions: int = Field(3, ge=1, description="times each level is measured")
+    max_repetitions: int | None = Field(
+        None, ge=1, description="adaptive mode: repeat a level beyond `repetitions` until its output tok/s "
+        "95% interval half-width is within target_half_width_pct, at most this many times")
+    target_half_width_pct: float = Field(5.0, gt=0, description="adaptive mode's target half-width, % of the mean")
     seed: int = Field(0, description="seed for prompt token ids and arrivals")
     validate_with_serve: bool = Field(False, description="also run vllm bench serve on the same levels")
 
@@ -123,10 +131,16 @@ class Workload(Frozen):
             raise ValueError(f"concurrency_levels must be >= 1, got {self.concurrency_levels}")
         if any(r <= 0 for r in self.request_rates_per_s):
             raise ValueError(f"request_rates_per_s must be > 0, got {self.request_rates_per_s}")
+        if self.max_repetitions is not None and self.max_repetitions < self.repetitions:
+            raise ValueError(f"max_repetitions={self.max_repetitions} is below repetitions={self.repetitions}")
         if self.validate_with_serve and not self.concurrency_levels:
             raise ValueError("validate_with_serve: true needs concurrency_levels: bench serve is compared at "
                              "closed-loop levels (--max-concurrency)")
         return self
+
+    @property
+    def max_output_tokens(self) -> int:
+        return round(self.output_tokens * (1 + self.output_tokens_range_ratio))
 
     def requests_for_concurrency(self, concurrency: int) -> int:
         return max(self.min_requests_per_level, self.requests_per_worker * concurrency)
@@ -193,9 +207,9 @@ class Resolved(Frozen):
         if s.accelerators_used > i.accelerator_count:
             raise ValueError(
                 f"{where}: accelerators_used={s.accelerators_used} but {i.name} has {i.accelerator_count}")
-        need = w.input_tokens + w.output_tokens
+        need = w.input_tokens + w.max_output_tokens
         if need > s.engine.max_model_len:
-            raise ValueError(f"{where}: workload '{w.name}' needs {w.input_tokens}+{w.output_tokens}={need} "
+            raise ValueError(f"{where}: workload '{w.name}' needs {w.input_tokens}+{w.max_output_tokens}={need} "
                              f"tokens but engine.max_model_len={s.engine.max_model_len}")
         if s.engine.max_model_len > self.model.max_position_embeddings:
             raise ValueError(f"{where}: engine.max_model_len={s.engine.max_model_len} exceeds model "

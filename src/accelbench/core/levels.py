@@ -26,18 +26,20 @@ class Level:
     value: float
     repetition: int
     num_requests: int
-    index: int  # position in the sweep; seeds the prompts of this level
+    index: int  # position in the sweep; seeds the prompts, output lengths and client phases of this level
+    replicate: int = 0  # which engine start of the run measured it
 
     @property
-    def key(self) -> tuple[str, float, int]:
-        return (self.kind, self.value, self.repetition)
+    def key(self) -> tuple[int, str, float, int]:
+        return (self.replicate, self.kind, self.value, self.repetition)
 
     @property
     def label(self) -> str:
-        return f"{level_name(self.kind, self.value)} rep {self.repetition}"
+        start = f"engine start {self.replicate + 1} " if self.replicate else ""
+        return f"{level_name(self.kind, self.value)} {start}rep {self.repetition}"
 
     def event(self, phase: str, t_s: float) -> LevelEvent:
-        return LevelEvent(phase, self.kind, self.value, self.repetition, t_s, self.num_requests)
+        return LevelEvent(phase, self.kind, self.value, self.repetition, t_s, self.num_requests, self.replicate)
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class LevelEvent:
     repetition: int
     t_s: float
     num_requests: int | None = None
+    replicate: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -74,15 +77,16 @@ class LevelEvent:
 
     @property
     def level(self) -> dict[str, Any]:
-        return {"kind": self.kind, "value": self.value, "repetition": self.repetition}
+        return {"kind": self.kind, "value": self.value, "repetition": self.repetition, "replicate": self.replicate}
 
 
-def plan_levels(workload: Workload) -> list[Level]:
-    """Every level, repetitions adjacent, closed loop first, then open loop."""
+def plan_levels(workload: Workload, replicate: int = 0) -> list[Level]:
+    """Every level of one engine start, repetitions adjacent, closed loop first, then open loop. Each
+    engine start measures the same levels with the same prompts (its prefix cache starts empty)."""
     levels = []
     points = [("concurrency", float(c), workload.requests_for_concurrency(c)) for c in workload.concurrency_levels]
     points += [("rate", r, workload.requests_for_rate(r)) for r in workload.request_rates_per_s]
     for kind, value, n in points:
         for rep in range(workload.repetitions):
-            levels.append(Level(kind, value, rep, n, len(levels)))
+            levels.append(Level(kind, value, rep, n, len(levels), replicate))
     return levels

@@ -74,7 +74,7 @@ def level_from_result(result: dict[str, Any], concurrency: float) -> dict[str, A
     req = bench_requests(result, concurrency)
     if not req.empty:
         steady = metrics.level_row(metrics.request_table(req))
-        row["steady_window"] = steady["steady_window"]
+        row["steady_window"] = steady["steady"]
         row["steady_n_measured"] = steady["n_measured"]
         for m in ("output_tok_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms",
                   "tpot_p50_ms", "tpot_p99_ms"):

@@ -13,6 +13,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from accelbench.core import metrics
+
 Sample = dict[str, float | None]
 
 
@@ -60,22 +62,23 @@ def nvml_reader(gpu_indices: list[int]) -> Callable[[], Sample] | None:
 
 
 def summarize(samples: list[Sample], start_t: float, end_t: float, output_tokens: int) -> dict[str, Any]:
-    """Per-level telemetry: mean power, energy (trapezoid over the window), J per output token.
+    """Per-level telemetry over [start_t, end_t]: energy (core.metrics.energy_between: power integrated over
+    exactly the interval), mean power (energy / its length), J per output token, mean utilization and peak
+    memory of the samples inside.
 
     Each figure uses the samples that carry it, so a source without power (neuron-monitor) still
     reports utilization and memory; a figure no sample carries is None, never zero.
     """
     window = [s for s in samples if start_t <= s["t"] <= end_t]
-    powered = [s for s in window if s.get("power_w") is not None]
+    powered = [s for s in samples if s.get("power_w") is not None]
     util = [s["util_pct"] for s in window if s.get("util_pct") is not None]
     mem = [s["memory_used_gb"] for s in window if s.get("memory_used_gb") is not None]
     row: dict[str, Any] = {"power_mean_w": None, "energy_j": None, "j_per_output_token": None,
                            "gpu_util_mean_pct": float(np.mean(util)) if util else None,
                            "memory_used_max_gb": float(max(mem)) if mem else None, "telemetry_samples": len(window)}
-    if len(powered) >= 2:
-        t = np.array([s["t"] for s in powered])
-        p = np.array([s["power_w"] for s in powered])
-        energy = float(np.sum((p[1:] + p[:-1]) / 2 * np.diff(t)))
-        row |= {"power_mean_w": float(p.mean()), "energy_j": energy,
+    energy = metrics.energy_between(np.array([s["t"] for s in powered]), np.array([s["power_w"] for s in powered]),
+                                    start_t, end_t) if powered else None
+    if energy is not None:
+        row |= {"power_mean_w": energy / max(end_t - start_t, 1e-9), "energy_j": energy,
                 "j_per_output_token": energy / output_tokens if output_tokens else None}
     return row

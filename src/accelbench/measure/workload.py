@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from accelbench.config.params import Arrival
+from accelbench.config.params import Arrival, Workload
 
 # Ids below this are often special tokens (bos/eos/pad) in Llama vocabularies: keep prompts clear of them.
 FIRST_ORDINARY_TOKEN_ID = 10
@@ -18,6 +18,16 @@ def rng_for(seed: int, *keys: int) -> np.random.Generator:
 def make_prompts(n: int, input_tokens: int, vocab_size: int, rng: np.random.Generator) -> list[list[int]]:
     ids = rng.integers(FIRST_ORDINARY_TOKEN_ID, vocab_size, size=(n, input_tokens))
     return ids.tolist()
+
+
+def output_lengths(workload: Workload, n: int, rng: np.random.Generator) -> list[int]:
+    """Output tokens of n requests: uniform on [mean x (1 - r), mean x (1 + r)] for the workload's
+    output_tokens_range_ratio r (vLLM's random dataset draws its lengths the same way); r = 0 fixes them."""
+    mean, r = workload.output_tokens, workload.output_tokens_range_ratio
+    if r == 0:
+        return [mean] * n
+    low, high = max(1, round(mean * (1 - r))), round(mean * (1 + r))
+    return rng.integers(low, high + 1, size=n).tolist()
 
 
 def arrival_offsets_s(n: int, rate_per_s: float, burstiness: float, rng: np.random.Generator,

@@ -4,7 +4,7 @@ fixed sentences the report says when a table has nothing to show, and the tables
 from __future__ import annotations
 
 from accelbench.analysis.views import COST_BASIS, PRICE_KIND, PROJECTION  # noqa: F401 (display vocabulary too)
-from accelbench.core import metrics
+from accelbench.core import metrics, uncertainty
 
 # Every name a reader sees: metric columns to labels with units. Tables and chart axes use this map only.
 LABELS: dict[str, str] = {
@@ -14,9 +14,21 @@ LABELS: dict[str, str] = {
     "rate_per_s": "Offered request rate, nominal (req/s)",
     "offered_rate_per_s": "Offered request rate, realized (req/s)",
     "achieved_rate_per_s": "Achieved completion rate (req/s)",
-    "ttft_p50_ms": "TTFT p50 (ms)", "ttft_p99_ms": "TTFT p99 (ms)", "ttft_ms": "TTFT (ms)",
-    "itl_p50_ms": "ITL p50 (ms)", "itl_p99_ms": "ITL p99 (ms)",
-    "tpot_p50_ms": "TPOT p50 (ms)", "tpot_p99_ms": "TPOT p99 (ms)",
+    "ttft_p50_ms": "TTFT p50 (ms)", "ttft_p99_ms": "TTFT p99, interval (ms)", "ttft_ms": "TTFT (ms)",
+    "ttft_p99_level_ms": "TTFT p99, every request of the level (ms)",
+    "tpot_p99_level_ms": "TPOT p99, every request of the level (ms)",
+    "itl_p99_level_ms": "ITL p99, every request of the level (ms)",
+    "output_tok_per_s_level": "Output throughput, bench serve's definition (tok/s)",
+    "checks_failed": "Identity checks failed", "low_n": "Few requests (< 30 completed or < 10 s)",
+    "not_steady": "No measurement interval", "replicates": "Engine starts",
+    "output_tok_per_s_between_cv": "Between engine starts, CV of output tok/s",
+    "output_tok_per_s_within_cv": "Within one engine start, CV of output tok/s",
+    "closed_loop_start": "Client start policy", "steps": "Engine steps",
+    "prefill_steps_pct": "Steps finishing a prefill (%)", "prefill_step_mean_ms": "Prefill step, mean (ms)",
+    "decode_step_mean_ms": "Decode-only step, mean (ms)",
+    "running_in_prefill_steps_mean": "Requests running in prefill steps, mean",
+    "itl_p50_ms": "ITL p50 (ms)", "itl_p99_ms": "ITL p99, interval (ms)",
+    "tpot_p50_ms": "TPOT p50 (ms)", "tpot_p99_ms": "TPOT p99, interval (ms)",
     "e2e_p50_ms": "E2E latency p50 (ms)", "e2e_p99_ms": "E2E latency p99 (ms)",
     "output_tok_per_s": "Output throughput (tok/s)", "total_tok_per_s": "Total throughput (tok/s)",
     "requests_per_s": "Request throughput (req/s)",
@@ -87,10 +99,12 @@ LABELS: dict[str, str] = {
 }
 # The summary in two tables, so each fits a page: latency, then throughput with the level's flags.
 SUMMARY_COLUMNS = {
-    "latency": ("ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "e2e_p50_ms"),
+    "latency": ("ttft_p50_ms", "ttft_p99_ms", "ttft_p99_level_ms", "itl_p50_ms", "itl_p99_ms", "tpot_p50_ms",
+                "tpot_p99_ms", "tpot_p99_level_ms", "e2e_p50_ms"),
     "throughput": ("output_tok_per_s", "total_tok_per_s", "requests_per_s"),
 }
-LABELS |= {f"{m}_ci": LABELS[m].replace(" (", " 95% CI (") for ms in SUMMARY_COLUMNS.values() for m in ms}
+LABELS |= {f"{m}_ci": LABELS[m].rsplit(" (", 1)[0] + ", 95% CI or range (" + LABELS[m].rsplit(" (", 1)[1]
+           for ms in SUMMARY_COLUMNS.values() for m in ms}
 LABELS["usd_per_m_output_tokens_ci"] = "USD per 1M output tokens, 95% CI"
 
 
@@ -142,15 +156,20 @@ CAPTIONS = {
                   "reference/), not measurements; its TTFT and ITL are the seed's headline figures (concurrency not "
                   "stated), USD per 1M output tokens is recomputed with cost.FORMULA from params/instances.yaml's "
                   "on-demand price. A run saved under outputs/results/SCENARIO/ replaces the row.",
-    "latency": "Median over repetitions of each level's percentile; 95% CI: percentile bootstrap of that median "
-               "over repetitions.",
-    "throughput": "Median over repetitions; 95% CI: percentile bootstrap of that median over repetitions. "
-                  f"Unstable: some metric's CV across repetitions exceeds {metrics.CV_LIMIT:.0%}. Saturated applies "
+    "latency": "Mean over engine starts of each level's percentile (one engine start: over its repetitions). "
+               "Interval: requests submitted inside the level's measurement interval; every request: the whole "
+               "level, start-up wave included (what SLO checks use). 95% CI: Student-t over engine starts (3 or "
+               "more) or over one start's repetitions; 'range': fewer than 3 values, min-max. A p99 resting on "
+               f"fewer than {metrics.P99_MIN_N} requests per repetition shows 'n/a (n = ...)'.",
+    "throughput": "Mean over engine starts (one engine start: over its repetitions), counted inside the "
+                  "measurement interval by conservation; 95% CI or range as in the latency table. Unstable: some "
+                  f"metric's CV exceeds {uncertainty.CV_LIMIT:.0%}. Identity checks: Little's law, requests x "
+                  "tokens and token conservation (Methods); a failure names the repetition. Saturated applies "
                   "to open-loop (rate) levels only.",
-    "slo": "A level meets a profile when its p99 TTFT and p99 TPOT (medians over repetitions) are within the "
-           "limits with no errors, and for rates, is not saturated. 'none met': no measured level of that kind did.",
-    "goodput": "Goodput: measured requests meeting both the TTFT and TPOT limits per second of the steady-state "
-               "window (median over repetitions). '—': the profile does not apply to the run's model.",
+    "slo": "A level meets a profile when its p99 TTFT and p99 TPOT over every request of the level (means over "
+           "repetitions and engine starts) are within the limits with no errors, and for rates, is not saturated. 'none met': no measured level of that kind did.",
+    "goodput": "Goodput: requests completed inside the measurement interval that met both the TTFT and TPOT "
+               "limits, per second of the interval (median over repetitions). '—': the profile does not apply to the run's model.",
     "engine": "Harness TTFT (submit to first chunk received) minus vLLM's own first_token_latency for the same "
               "request: the harness's overhead. '—': vLLM did not report it.",
     "energy": "Telemetry averaged over each level's steady-state window (median over repetitions).",

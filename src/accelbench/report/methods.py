@@ -12,7 +12,7 @@ from IPython.display import Markdown
 from accelbench.analysis import cost, roofline, validation, views
 from accelbench.analysis.runs import runs
 from accelbench.config import paths
-from accelbench.core import metrics
+from accelbench.core import metrics, uncertainty
 from accelbench.report.labels import COST_BASIS, PRICE_KIND, PROJECTION
 
 
@@ -26,7 +26,6 @@ def methods(output_dir: Path | str = paths.OUTPUTS_DIR) -> Markdown:
     """The definitions the numbers follow, quoted from accelbench.core.metrics, and each run's method text."""
     doc = inspect.getdoc(metrics) or ""
     definitions = doc[doc.index("\n- ") + 1:] if "\n- " in doc else doc
-    resamples = inspect.signature(metrics.bootstrap_ci).parameters["n_resamples"].default
     r = runs(output_dir)
     method = "No runs yet: each run records how it ran vLLM in its manifest.json." if r.empty else "\n\n".join(
         f"Runs {', '.join(g['run_label'])}:\n\n{quote(text)}" for text, g in r.groupby("method", sort=False))
@@ -37,21 +36,19 @@ def methods(output_dir: Path | str = paths.OUTPUTS_DIR) -> Markdown:
 In this report ITL is vLLM's: every gap between consecutive output chunks, pooled over requests. What AIPerf
 calls ITL is TPOT here.
 
-**Repetitions and confidence intervals.** Each level is measured several times (the workload's
-`repetitions`). Tables and charts show the median over repetitions of each level's statistic; the 95%
-confidence interval is a percentile bootstrap of that median over the repetitions ({resamples:,} resamples,
-`metrics.bootstrap_ci`); with one repetition there is none. A level is *unstable* when any metric's
-coefficient of variation across repetitions exceeds {metrics.CV_LIMIT:.0%}.
+**Repetitions, engine starts and intervals** (quoted from `accelbench.core.uncertainty`):
 
-{quote(metrics.summarize_levels.__doc__)}
+{quote(uncertainty.__doc__)}
+
+A level is *unstable* when any metric's coefficient of variation exceeds {uncertainty.CV_LIMIT:.0%}.
 
 **Saturation rule** (open-loop levels, `metrics.saturation`):
 
 {quote(metrics.saturation.__doc__)}
 
-**SLO goodput** (`metrics.meets_slo`, `metrics.goodput`):
+**SLO goodput** (`uncertainty.meets_slo`, `metrics.goodput`):
 
-{quote(metrics.meets_slo.__doc__)}
+{quote(uncertainty.meets_slo.__doc__)}
 >
 {quote(metrics.goodput.__doc__)}
 

@@ -18,6 +18,7 @@ from accelbench.analysis import compare, pareto, prices, views
 from accelbench.analysis.runs import order, provenance, runs
 from accelbench.config import paths
 from accelbench.config.reference import load_references
+from accelbench.core import metrics, uncertainty
 from accelbench.core.levels import level_name
 from accelbench.errors import AccelbenchError
 from accelbench.report.labels import (
@@ -64,9 +65,24 @@ def number(x: Any) -> str:
 
 
 def ci_text(df: Frame, metric: str) -> list[Any]:
-    """'low–high' of each row's 95% CI of `metric`; NaN where there is none (or it is one point)."""
-    return [f"{number(lo)}–{number(hi)}" if np.isfinite(lo) and np.isfinite(hi) and lo != hi else np.nan
-            for lo, hi in zip(df[f"{metric}_ci_low"].astype(float), df[f"{metric}_ci_high"].astype(float))]
+    """'low–high' of each row's 95% interval of `metric`, 'range low–high' where it is only a range (fewer
+    than 3 values), marked 'within one start' where it cannot include the spread between engine starts;
+    NaN where there is none (or it is one point)."""
+    kinds = df[f"{metric}_interval"] if f"{metric}_interval" in df else pd.Series("", index=df.index)
+    prefix = {"range": "range ", uncertainty.INTERVAL_KINDS[1]: "within one start: "}
+    return [f"{prefix.get(k, '')}{number(lo)}–{number(hi)}" if np.isfinite(lo) and np.isfinite(hi) and lo != hi
+            else np.nan
+            for lo, hi, k in zip(df[f"{metric}_ci_low"].astype(float), df[f"{metric}_ci_high"].astype(float), kinds)]
+
+
+def p99_text(df: Frame) -> Frame:
+    """p99 cells resting on fewer than P99_MIN_N requests per repetition as 'n/a (n = ...)'."""
+    for c in [c for c in df.columns if "_p99" in c and c.endswith("_ms")]:
+        n = df["n_ok" if c.endswith("_level_ms") else "n_measured"] if "n_measured" in df else None
+        if n is not None:
+            df[c] = [v if not np.isfinite(k) or k >= metrics.P99_MIN_N else f"n/a (n = {k:.0f})"
+                     for v, k in zip(df[c], n.astype(float))]
+    return df
 
 
 def styled(df: Frame, columns: list[str], caption: str = "", na_rep: str = "—") -> Styler:
@@ -133,6 +149,8 @@ def _flags(s: Frame) -> Frame:
                      for u, cv, n in zip(s["unstable"], s["max_cv"], s["repetitions"])]
     s["saturated"] = [number(sat) if kind == "rate" else "n/a (closed loop)"
                       for sat, kind in zip(s["saturated"], s["level_kind"])]
+    s["checks_failed"] = [f if isinstance(f, str) and f else "none failed" if kind == "concurrency" else
+                          "n/a (open loop)" for f, kind in zip(s.get("checks_failed", [""] * len(s)), s["level_kind"])]
     return s
 
 
@@ -219,8 +237,8 @@ def _repeated(s: Frame) -> bool:
 
 def _summary(part: str, flags: tuple[str, ...] = ()) -> TableSpec:
     columns = [c for m in SUMMARY_COLUMNS[part] for c in (m, f"{m}_ci")]
-    return TableSpec(views.summary, ("run_label", "level", "repetitions", *columns, *flags), CAPTIONS[part],
-                     shown=_flags if flags else None,
+    return TableSpec(views.summary, ("run_label", "level", "replicates", "repetitions", *columns, *flags),
+                     CAPTIONS[part], shown=_flags if flags else p99_text,
                      when={f"{m}_ci": _repeated for m in SUMMARY_COLUMNS[part]}
                      | {"status": lambda s: (s["status"] != "completed").any()})
 
@@ -245,7 +263,7 @@ TABLES: dict[str, TableSpec] = {
         "proj_output_tok_per_s", "proj_ttft_ms", "proj_itl_ms", "proj_usd_per_m_output_tokens", "proj_peak"),
         CAPTIONS["unmeasured"], empty=EMPTY["unmeasured"]),
     "latency": _summary("latency"),
-    "throughput": _summary("throughput", ("unstable", "saturated", "n_errors", "status")),
+    "throughput": _summary("throughput", ("checks_failed", "low_n", "unstable", "saturated", "n_errors", "status")),
     "slo": TableSpec(views.slo_best, ("run_label", "profile", "ttft_p99_limit_ms", "tpot_p99_limit_ms",
                                       "best_concurrency", "best_rate_per_s", "source"), CAPTIONS["slo"],
                      shown=lambda b: b.assign(best_concurrency=b["best_concurrency"].astype("Int64")),

@@ -4,7 +4,9 @@ Every committed schema version loads: older manifests are migrated to the curren
 (`RunManifest.load`), so readers never walk a dict with `.get(...) or {}`.
 Schema versions: 1, closed-loop clients all started at once; 2, they start staggered over one request's
 latency unless the workload says simultaneous (requests carry ramp_s); 3, JIT-compiled levels recorded
-as {kind, value, repetition} from the runner's level events instead of label text.
+as {kind, value, repetition} from the runner's level events instead of label text; 4, the estimators of
+core.metrics with the full-concurrency measurement interval wrote levels.parquet (earlier runs' level rows
+are recomputed from their raw requests when read), and a run may hold several engine starts (replicates).
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from accelbench.config.params import Resolved
 from accelbench.errors import AccelbenchError
 
-SCHEMA_VERSION = 3
-SCHEMA_VERSIONS = (1, 2, 3)
+SCHEMA_VERSION = 4
+SCHEMA_VERSIONS = (1, 2, 3, 4)
 STATUSES = ("completed", "partial", "failed")
 # runs whose every saved level was measured whole: completed, or partial (stopped between levels by
 # stop_after_s). A failed run's last level may be cut short by the failure, so analyses leave it out.
+ESTIMATORS_SINCE = 4  # the first schema version whose stored level rows the current estimators wrote
 WHOLE_LEVELS = ("completed", "partial")
 _LABEL = re.compile(r"^(?P<kind>concurrency|rate) (?P<value>[0-9.e+-]+)(?: req/s)? rep (?P<rep>\d+)$")
 
@@ -62,11 +65,12 @@ class LevelRef(BaseModel):
     kind: Literal["concurrency", "rate"]
     value: float
     repetition: int
+    replicate: int = 0
 
 
 class RunManifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    schema_version: Literal[1, 2, 3] = SCHEMA_VERSION
+    schema_version: Literal[1, 2, 3, 4] = SCHEMA_VERSION
     run_id: str
     status: Literal["completed", "partial", "failed"]
     error: str | None = None
@@ -79,6 +83,8 @@ class RunManifest(BaseModel):
     engine_args: dict[str, Any] = Field(default_factory=dict)
     engine_effective: dict[str, Any] = Field(default_factory=dict)
     engine_start_s: float | None = None
+    engine_starts_s: list[float] = Field(default_factory=list)
+    replicates: int = 1
     method: str | None = None
     levels_measured: int = 0
     levels_planned: int = 0

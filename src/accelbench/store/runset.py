@@ -45,6 +45,11 @@ class RunSet:
                                       union_by_name=true)""")
         return con
 
+    def table(self, run_id: str, name: str) -> pd.DataFrame:
+        """One run's raw table (requests, telemetry, scheduler, levels); empty when the run has none."""
+        path = self.run_dir[run_id] / f"{name}.parquet"
+        return pd.read_parquet(path) if path.exists() else pd.DataFrame()
+
     def levels(self) -> pd.DataFrame:
         """Every run's levels joined with its run facts (empty frame when there are none)."""
         if self._levels is None:

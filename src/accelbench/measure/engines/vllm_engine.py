@@ -91,6 +91,17 @@ def jit_levels(log_path: Path) -> list[dict[str, Any]]:
     return hits
 
 
+def step_tokens(iteration_stats: Any) -> dict[str, int | None]:
+    """Prompt tokens whose prefill finished in this engine step and tokens generated in it (None where the
+    vLLM release reports neither): a step with both mixed a prefill with decodes."""
+    if iteration_stats is None:
+        return {"prompt_tokens": None, "generation_tokens": None}
+    prompt = getattr(iteration_stats, "num_prompt_tokens", None)
+    if prompt is None and hasattr(iteration_stats, "prompt_token_stats"):
+        prompt = iteration_stats.prompt_token_stats.total
+    return {"prompt_tokens": prompt, "generation_tokens": getattr(iteration_stats, "num_generation_tokens", None)}
+
+
 class SchedulerSampler:
     """Collects vLLM's per-step scheduler stats (KV-cache use, queue lengths) with a timestamp."""
 
@@ -110,7 +121,8 @@ class SchedulerSampler:
                     preempted = getattr(iteration_stats, "num_preempted_reqs", 0) if iteration_stats else 0
                     samples.append(dict(t=time.perf_counter(), kv_cache_usage=scheduler_stats.kv_cache_usage,
                                         running=scheduler_stats.num_running_reqs,
-                                        waiting=scheduler_stats.num_waiting_reqs, preempted=preempted))
+                                        waiting=scheduler_stats.num_waiting_reqs, preempted=preempted,
+                                        **step_tokens(iteration_stats)))
 
             def log_engine_initialized(self) -> None:
                 pass
