@@ -1,10 +1,11 @@
 # make study: create .venv if missing, measure the cpu scenario, render the report.
 # make test:  create .venv if missing, run the whole test suite (what .ci/run calls).
+# make quick: the tests that start no vLLM engine, notebook or Ray cluster (the inner loop).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 SCENARIO ?= cpu
 
-.PHONY: study report test bench clean-venv
+.PHONY: study report test quick bench clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -26,6 +27,10 @@ report: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# the inner loop: every test that starts no vLLM engine, notebook or Ray cluster
+quick: $(VENV)/.installed
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow"
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/harness_overhead.py --scenario $(SCENARIO)
