@@ -63,29 +63,33 @@ def coefficient_of_variation(values: np.ndarray) -> float:
     return float(v.std(ddof=1) / abs(v.mean()))
 
 
-def estimate(values: pd.DataFrame) -> dict[str, Any]:
-    """Point estimate, interval and variance components of one metric from columns `replicate` and `value`."""
-    v = values[np.isfinite(values["value"].astype(float))]
-    if v.empty:
+def estimate(replicates: np.ndarray, values: np.ndarray) -> dict[str, Any]:
+    """Point estimate, interval and variance components of one metric measured at `values`, each value
+    from the engine start in `replicates` (module docstring)."""
+    values = np.asarray(values, dtype=float)
+    keep = np.isfinite(values)
+    v = values[keep]
+    if v.size == 0:
         return dict(value=np.nan, ci_low=np.nan, ci_high=np.nan, interval="none", n=0, cv=np.nan,
                     between_cv=np.nan, within_cv=np.nan)
-    groups = v.groupby("replicate")["value"]
-    means = groups.mean().to_numpy(float)
+    _, group = np.unique(np.asarray(replicates)[keep], return_inverse=True)
+    counts = np.bincount(group)
+    means = np.bincount(group, weights=v) / counts
     point = float(means.mean())
     if means.size >= MIN_T_VALUES:
         (lo, hi), kind, n = t_interval(means), INTERVAL_KINDS[0], means.size
-    elif means.size == 1 and len(v) >= MIN_T_VALUES:
-        (lo, hi), kind, n = t_interval(v["value"].to_numpy(float)), INTERVAL_KINDS[1], len(v)
+    elif means.size == 1 and v.size >= MIN_T_VALUES:
+        (lo, hi), kind, n = t_interval(v), INTERVAL_KINDS[1], v.size
     else:
-        pool = means if means.size > 1 else v["value"].to_numpy(float)
+        pool = means if means.size > 1 else v
         (lo, hi), kind, n = (float(pool.min()), float(pool.max())), INTERVAL_KINDS[2], pool.size
-    within = float(groups.var(ddof=1).dropna().mean()) if (groups.size() > 1).any() else np.nan
-    reps = float(groups.size().mean())
-    between = max(float(np.var(means, ddof=1)) - (within if np.isfinite(within) else 0) / reps, 0.0) \
+    squares = np.bincount(group, weights=(v - means[group]) ** 2)
+    repeated = counts > 1
+    within = float(np.mean(squares[repeated] / (counts[repeated] - 1))) if repeated.any() else np.nan
+    between = max(float(np.var(means, ddof=1)) - (within if np.isfinite(within) else 0) / counts.mean(), 0.0) \
         if means.size > 1 else np.nan
     scale = abs(point) if point else np.nan
-    return dict(value=point, ci_low=lo, ci_high=hi, interval=kind, n=n,
-                cv=coefficient_of_variation(v["value"].to_numpy(float)),
+    return dict(value=point, ci_low=lo, ci_high=hi, interval=kind, n=n, cv=coefficient_of_variation(v),
                 between_cv=np.sqrt(between) / scale, within_cv=np.sqrt(within) / scale)
 
 
@@ -93,7 +97,8 @@ def summarize_levels(levels: pd.DataFrame, group_by: tuple[str, ...] = ("level_k
     """Per group: each SUMMARY_METRICS estimate (columns m, m_ci_low, m_ci_high, m_interval, m_n, m_cv,
     m_between_cv, m_within_cv), counts, and flags: `unstable` (a CV over 5%), `saturated`, `low_n` and
     `not_steady` (any repetition), `checks_failed` (the identities that failed, with the repetition)."""
-    levels = levels if "replicate" in levels else levels.assign(replicate=0)
+    # runs from before engine starts were recorded (schema < 4) measured on one engine start: replicate 0
+    levels = levels.assign(replicate=levels["replicate"].fillna(0) if "replicate" in levels else 0)
     rows = []
     for key, g in levels.groupby(list(group_by), sort=False):
         row: dict[str, Any] = dict(zip(group_by, key if isinstance(key, tuple) else (key,)))
@@ -103,12 +108,15 @@ def summarize_levels(levels: pd.DataFrame, group_by: tuple[str, ...] = ("level_k
         if "n_requests" in g:  # successful requests per repetition: what a whole-level percentile rests on
             row["n_ok"] = float(np.median(g["n_requests"] - g["n_errors"]))
         failed = g["checks_failed"].fillna("") if "checks_failed" in g else pd.Series(dtype=str)
-        row["checks_failed"] = "; ".join(f"rep {r}: {f}" for r, f in zip(g["repetition"], failed) if f)
+        starts = g["replicate"].nunique() > 1
+        row["checks_failed"] = "; ".join(
+            f"{f'start {int(s) + 1} ' if starts else ''}rep {r}: {f}"
+            for s, r, f in zip(g["replicate"], g["repetition"], failed) if f)
         cvs = []
         for m in SUMMARY_METRICS:
             if m not in g:
                 continue
-            e = estimate(pd.DataFrame({"replicate": g["replicate"], "value": g[m].astype(float)}))
+            e = estimate(g["replicate"].to_numpy(), g[m].to_numpy(dtype=float))
             row |= {m: e["value"], **{f"{m}_{k}": e[k] for k in e if k != "value"}}
             cvs.append(e["cv"])
         row["max_cv"] = float(np.nanmax(cvs)) if np.isfinite(cvs).any() else np.nan
