@@ -30,13 +30,14 @@ def test_nominal_95_percent_t_interval_covers_95_percent_at_n_3():
     assert np.mean((lo <= 10.0) & (10.0 <= hi)) < 0.80  # [min, max] of 3: 1 - 2 / 2**3 = 75%
 
 
-def _values(by_replicate: dict[int, list[float]]) -> pd.DataFrame:
-    return pd.DataFrame([{"replicate": r, "value": v} for r, vs in by_replicate.items() for v in vs])
+def _values(by_replicate: dict[int, list[float]]) -> tuple[list[int], list[float]]:
+    pairs = [(r, v) for r, vs in by_replicate.items() for v in vs]
+    return [r for r, _ in pairs], [v for _, v in pairs]
 
 
 def test_engine_starts_give_the_interval_and_the_variance_components():
     # replicate means 10, 12, 14 (each of two repetitions +-1): t over the means
-    e = uncertainty.estimate(_values({0: [9, 11], 1: [11, 13], 2: [13, 15]}))
+    e = uncertainty.estimate(*_values({0: [9, 11], 1: [11, 13], 2: [13, 15]}))
     assert e["value"] == 12 and e["interval"] == "t, engine starts" and e["n"] == 3
     assert (e["ci_low"], e["ci_high"]) == (pytest.approx(12 - 4.303 * 2 / np.sqrt(3)),
                                            pytest.approx(12 + 4.303 * 2 / np.sqrt(3)))
@@ -45,11 +46,11 @@ def test_engine_starts_give_the_interval_and_the_variance_components():
 
 
 def test_one_engine_start_is_labelled_within_and_fewer_than_three_values_a_range():
-    e = uncertainty.estimate(_values({0: [9, 10, 11]}))
+    e = uncertainty.estimate(*_values({0: [9, 10, 11]}))
     assert e["interval"] == "t, within one engine start" and e["n"] == 3 and np.isnan(e["between_cv"])
-    two = uncertainty.estimate(_values({0: [9, 11], 1: [13, 15]}))
+    two = uncertainty.estimate(*_values({0: [9, 11], 1: [13, 15]}))
     assert two["interval"] == "range" and (two["ci_low"], two["ci_high"]) == (10, 14)
-    one = uncertainty.estimate(_values({0: [7.0]}))
+    one = uncertainty.estimate(*_values({0: [7.0]}))
     assert one["interval"] == "range" and one["ci_low"] == one["ci_high"] == 7.0
 
 
