@@ -4,10 +4,15 @@ recommend and the report read it here instead of summarizing again.
 
 Level rows come from the current estimators: stored as they are for runs whose schema version says the
 current estimators wrote them (store.manifest.ESTIMATORS_SINCE), recomputed from the raw requests for
-older runs (the raw rows are the record), energy from their raw telemetry samples."""
+older runs (the raw rows are the record), energy from their raw telemetry samples. A recomputed run's rows
+are kept in outputs/.cache/derived/, keyed by its raw files and the estimators' source, so a render
+recomputes only what changed."""
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -46,6 +51,25 @@ def recompute(runs: runset.RunSet, run_id: str) -> pd.DataFrame:
     return rows
 
 
+def _cached(runs: runset.RunSet, run_id: str) -> pd.DataFrame:
+    """recompute(runs, run_id), from the derived cache when its key matches."""
+    run_dir = runs.run_dir[run_id]
+    raw = sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in run_dir.glob("*.parquet"))
+    key = hashlib.sha256(repr((raw, inspect.getsource(metrics))).encode()).hexdigest()[:16]
+    path = paths.derived_cache_dir(runs.outputs_dir) / f"levels-{run_id}-{key}.parquet"
+    if path.exists():
+        return pd.read_parquet(path)
+    rows = recompute(runs, run_id)
+    try:  # a cache that cannot be written (a read-only outputs folder) only costs time
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        rows.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return rows
+
+
 @runset.per_run_set
 def level_rows(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
     """Every run's level rows under the current estimators, with the run's facts (module docstring)."""
@@ -58,7 +82,7 @@ def level_rows(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
         if m.schema_version >= ESTIMATORS_SINCE:
             parts.append(stored[stored["run_id"] == run_id])
             continue
-        rows = recompute(runs, run_id)
+        rows = _cached(runs, run_id)
         if not rows.empty:
             facts = runs.runs[runs.runs["run_id"] == run_id]
             parts.append(facts.merge(rows, how="cross"))

@@ -28,3 +28,8 @@ def report_dir(outputs_dir: Path = OUTPUTS_DIR) -> Path:
 def model_cache_dir(outputs_dir: Path = OUTPUTS_DIR) -> Path:
     """Where a model's config.json is written for vLLM's dummy loader (git-ignored)."""
     return Path(outputs_dir) / ".cache" / "models"
+
+
+def derived_cache_dir(outputs_dir: Path = OUTPUTS_DIR) -> Path:
+    """Where tables derived from run folders are kept between renders (git-ignored, safe to delete)."""
+    return Path(outputs_dir) / ".cache" / "derived"
