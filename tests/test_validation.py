@@ -376,3 +376,15 @@ def test_cpu_validate_run_saves_serve_levels(tmp_path: Path) -> None:
     budget = manifest.engine_effective["max_num_batched_tokens"]
     command = sv["server_command"]
     assert budget and command[command.index("--max-num-batched-tokens") + 1] == str(budget)
+
+
+def test_compare_recomputes_serve_steady_row_from_its_requests_with_the_current_interval() -> None:
+    requests = pd.DataFrame(harness_level(1.0, 0))
+    serve = pd.DataFrame([dict(level_kind="concurrency", level_value=1.0, output_tok_per_s=1.0, ttft_p50_ms=1.0,
+                               ttft_p99_ms=1.0, itl_p50_ms=1.0, itl_p99_ms=1.0, tpot_p50_ms=1.0,
+                               steady_output_tok_per_s=123.0)])  # as an older estimator stored it
+    stored = compare(requests, serve).set_index("metric")
+    again = compare(requests, serve, serve_requests=requests).set_index("metric")
+    assert stored.loc["steady_output_tok_per_s", "serve"] == 123.0
+    # the same requests on both sides under one interval: the ratio is exactly 1
+    assert again.loc["steady_output_tok_per_s", "ratio"] == pytest.approx(1.0)

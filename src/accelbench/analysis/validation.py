@@ -30,23 +30,34 @@ def bench_definitions(level: pd.DataFrame) -> dict[str, float]:
 
 
 def harness_side(requests: pd.DataFrame) -> pd.DataFrame:
-    """bench_definitions per closed-loop level of a run's raw requests, median over its repetitions."""
+    """bench_definitions per closed-loop level of a run's raw requests, median over its repetitions (and
+    engine starts, each repetition measured on its own)."""
     req = metrics.request_table(requests[requests["level_kind"] == "concurrency"])
-    rows = [{"level_value": key[0], "repetition": key[1], **bench_definitions(g)}
-            for key, g in req.groupby(["level_value", "repetition"], sort=True)]
+    keys = [k for k in ("level_value", "replicate", "repetition") if k in req]
+    rows = [{"level_value": key[0], **bench_definitions(g)} for key, g in req.groupby(keys, sort=True)]
     if not rows:
         return pd.DataFrame()
-    return pd.DataFrame(rows).drop(columns="repetition").groupby("level_value").median()
+    return pd.DataFrame(rows).groupby("level_value").median()
 
 
-def compare(harness_requests: pd.DataFrame, serve_levels: pd.DataFrame) -> pd.DataFrame:
+def serve_interval(serve_requests: pd.DataFrame) -> pd.Series:
+    """bench serve's output tok/s per level over the measurement interval of core.metrics, recomputed from
+    its per-request timings (serve_requests.parquet), so the steady row holds both sides to the current
+    estimators whatever wrote the stored serve_levels."""
+    req = metrics.request_table(serve_requests[serve_requests["level_kind"] == "concurrency"])
+    return pd.Series({value: metrics.level_row(g)["output_tok_per_s"]
+                      for value, g in req.groupby("level_value", sort=True)}, dtype=float)
+
+
+def compare(harness_requests: pd.DataFrame, serve_levels: pd.DataFrame,
+            serve_requests: pd.DataFrame | None = None) -> pd.DataFrame:
     """Harness vs `vllm bench serve`, one row per (concurrency level, metric), for levels both measured.
 
     Each row holds both sides to one definition. The COMPARED metrics use bench serve's: every request of
     the level, throughput over the whole level; the harness side is computed from its raw requests
-    (bench_definitions, median over repetitions). steady_output_tok_per_s uses the harness's own steady
-    window (first completion to last submission) on both sides, serve's recomputed from its per-request
-    timings. The ENGINE_SIDE rows (engine_ttft_mean_ms, engine_queue_mean_ms, engine_prefill_mean_ms) are
+    (bench_definitions, median over repetitions). steady_output_tok_per_s uses the harness's own
+    measurement interval (core.metrics.interval) on both sides, serve's recomputed from `serve_requests`
+    (its per-request timings) where given, else as stored when the run was made. The ENGINE_SIDE rows (engine_ttft_mean_ms, engine_queue_mean_ms, engine_prefill_mean_ms) are
     what each side's vLLM engine measures: RequestStateStats against the server's /metrics histograms.
 
     Columns: concurrency, metric, harness, serve, ratio (harness / serve; NaN where serve is 0 or missing).
@@ -56,6 +67,8 @@ def compare(harness_requests: pd.DataFrame, serve_levels: pd.DataFrame) -> pd.Da
         return pd.DataFrame(columns=columns)
     h = harness_side(harness_requests)
     s = serve_levels[serve_levels["level_kind"] == "concurrency"].set_index("level_value")
+    if serve_requests is not None and not serve_requests.empty:
+        s = s.assign(steady_output_tok_per_s=serve_interval(serve_requests))
     pairs = [(m, m) for m in COMPARED]
     if "steady_output_tok_per_s" in s:
         pairs.append(("steady_output_tok_per_s", "steady_output_tok_per_s"))
