@@ -25,15 +25,15 @@ def system_label(m: RunManifest) -> str:
     env = m.environment
     instance, declared = m.resolved.instance.name, m.resolved.instance.accelerator_name
     used = m.resolved.scenario.accelerators_used
-    checked = [g.get("name") for g in m.host_check.gpus if g.get("name")]
-    names = checked or ((env.gpus or {}).get("names") or [])[:used]
+    checked = _texts([g.get("name") for g in m.host_check.gpus if g.get("name")])
+    names = checked or _texts((env.gpus or {}).get("names"))[:used]
     if names:
         kinds = Counter(n.removeprefix("NVIDIA ").strip() for n in names)
         accel = ", ".join(name if n == 1 else f"{n}× {name}" for name, n in kinds.items())
         if any(_model_token(name) not in declared.lower() for name in kinds):
             accel += f" (⚠ params declare {declared})"
     elif env.neuron:
-        accel = f"{used}× {declared} (declared; {len(env.neuron.get('devices', []))} Neuron devices seen)"
+        accel = f"{used}× {declared} (declared; {len(_texts(env.neuron.get('devices')))} Neuron devices seen)"
     else:
         accel = f"CPU ({env.cpu.get('model', 'unknown')})"
     vllm, torch = env.vllm, env.libraries.get("torch")
@@ -46,6 +46,12 @@ def system_label(m: RunManifest) -> str:
     return ", ".join(parts)
 
 
+def _texts(value: object) -> list[str]:
+    """A list the environment recorded (GPU names, Neuron devices) as text; [] where it recorded none. The
+    environment's parts are kept as recorded (store.manifest.Record), so their types are not checked on load."""
+    return [x if isinstance(x, str) else str(x) for x in value] if isinstance(value, list) else []
+
+
 def _model_token(gpu_name: str) -> str:
     """The model in a GPU name as NVML gives it: 'H200' of 'H200', 'a100' of 'A100-SXM4-40GB'."""
     words = re.split(r"[\s-]+", gpu_name.lower())
@@ -54,11 +60,11 @@ def _model_token(gpu_name: str) -> str:
 
 def _measured_accelerators(m: RunManifest) -> str:
     env = m.environment
-    names = (env.gpus or {}).get("names") or []
+    names = _texts((env.gpus or {}).get("names"))
     if names:
         return ", ".join(f"{n} × {name}" for name, n in Counter(names).items())
     if env.neuron:
-        return f"{len(env.neuron['devices'])} Neuron device(s) (/dev/neuron*)"
+        return f"{len(_texts(env.neuron.get('devices')))} Neuron device(s) (/dev/neuron*)"
     return f"no GPU detected; CPU: {env.cpu.get('model', 'unknown')}, {env.cpu.get('logical_cpus', '?')} logical CPUs"
 
 

@@ -44,6 +44,15 @@ def summary(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
     return order(with_level_names(s))
 
 
+def skipped_folders(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
+    """The folders under results/ that are not readable runs (store.runset.RunSet.skipped), left out of every
+    other view: each folder relative to the results folder, and why it was skipped."""
+    rs = runset.run_set(output_dir)
+    root = paths.results_dir(rs.outputs_dir)
+    return pd.DataFrame([dict(folder=str(d.relative_to(root)) if d.is_relative_to(root) else str(d), reason=why)
+                         for d, why in rs.skipped], columns=["folder", "reason"])
+
+
 @runset.per_run_set
 def measured_requests(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
     """Every request of every run (DuckDB view `requests`), `measured` where it is inside its level's
@@ -54,7 +63,10 @@ def measured_requests(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFram
     con = rs.connect()
     if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name='requests'").fetchone()[0]:
         return pd.DataFrame()
-    req = con.execute("SELECT * EXCLUDE (chunk_times_s, chunk_tokens) FROM requests").df()
+    columns = {c for c, *_ in con.execute("DESCRIBE requests").fetchall()}
+    chunks = [c for c in ("chunk_times_s", "chunk_tokens") if c in columns]  # per-chunk lists: not needed here
+    req = con.execute(f"SELECT * EXCLUDE ({', '.join(chunks)}) FROM requests" if chunks else
+                      "SELECT * FROM requests").df()
     req["replicate"] = req["replicate"].fillna(0) if "replicate" in req else 0
     req["measured"] = False
     for _, level in req.groupby(["run_id", *metrics.level_keys(req)]):
@@ -335,7 +347,7 @@ def glance(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
 @runset.per_run_set
 def versions(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
     """compare.versions_table: one row per run with every software version it recorded, labelled."""
-    v = compare.versions_table(outputs_dir=Path(output_dir))
+    v = compare.versions_table(list(runset.run_set(output_dir).dirs))  # the readable runs only
     return labelled(v, output_dir) if not v.empty else v
 
 

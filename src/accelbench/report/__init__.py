@@ -1,6 +1,7 @@
 """The summary report: what notebooks/summary.ipynb and the CLI call. The numbers come from
 accelbench.analysis (views, pareto, runs); here they are labelled (labels), tabled from declarative specs
-(tables), charted (plots), explained (methods, notes) and rendered to one HTML file (render)."""
+(tables), charted (plots), explained (methods, notes) and rendered to one HTML file (render); every string
+read from a run folder enters it as text (escape)."""
 
 from accelbench.report.methods import cost_basis, methods, roofline_formulas
 from accelbench.report.notes import overview, price_caveats, validation_notes

@@ -48,7 +48,8 @@ LABELS: dict[str, str] = {
     "model": "Model", "workload": "Workload", "instance": "Instance",
     "accelerator": "Accelerator of the instance class (params)", "measured_accelerators": "Accelerators (measured)",
     "vllm": "vLLM", "torch": "PyTorch", "git": "Git commit", "started_at": "Started (UTC)",
-    "system": "Measured on", "note": "Run note", "fixture": "Fixture (not a measurement)",
+    "system": "Measured on", "note": "Run note", "folder": "Folder (under results/)", "reason": "Why skipped",
+    "fixture": "Fixture (not a measurement)",
     "workload_shape": "Tokens per request (in / out)", "levels": "Levels measured",
     # Pareto frontier
     "tok_per_s_per_user": "Output tokens/s per user (1000 / TPOT p50)",
@@ -131,6 +132,7 @@ _PRICE = f"{COST_BASIS}, {PRICE_KIND.replace('_', '-')} price"
 
 # What a table says instead when it has no rows but there are runs (without runs: NOTHING).
 EMPTY = {
+    "skipped": "No run folder was skipped: every folder under results/ is a readable run.",
     "unmeasured": "Every scenario in params/scenarios/ has a completed run.",
     "slo": "No SLO profile in params/slos.yaml names these runs' models.",
     "goodput": "No SLO profile applies to these runs' models.",
@@ -148,6 +150,11 @@ EMPTY = {
 
 # Each table's caption; {names} are filled from the table's rows.
 CAPTIONS = {
+    "skipped": "Folders under results/<scenario>/ that are not readable runs, left out of every table and chart: "
+               "a manifest.json that is missing, empty, not valid JSON or not a run manifest; a status or schema "
+               "version this accelbench does not know; a Parquet file that cannot be read or lacks the columns "
+               "the report needs; a hidden staging folder (.<run_id>.partial: a run still being written, or cut "
+               "off before it was moved into place).",
     "runs": "Measured on: the accelerator the run saw (NVML / the host), the instance class declared in params, "
             "and the vLLM and torch versions, all read from the run's manifest.json.",
     "glance": f"Cost basis: {_PRICE}; at the SLO: the cheapest level meeting the profile's p99 limits (see Cost "

@@ -13,13 +13,20 @@ from accelbench.analysis import cost, roofline, validation, views
 from accelbench.analysis.runs import runs
 from accelbench.config import paths
 from accelbench.core import metrics, uncertainty
+from accelbench.report.escape import md_block, md_text
 from accelbench.report.labels import COST_BASIS, PRICE_KIND, PROJECTION
 
 
 def quote(text: str | None) -> str:
-    """text as a Markdown block quote; < and > escaped so that 't<i>' is not read as HTML."""
+    """A docstring of this package as a Markdown block quote (its Markdown kept); < and > escaped so that
+    't<i>' is not read as HTML."""
     text = inspect.cleandoc(text or "").replace("<", "&lt;").replace(">", "&gt;")
     return "\n".join(f"> {line}" for line in text.splitlines())
+
+
+def quote_literally(text: str | None) -> str:
+    """Text read from a run folder as a Markdown block quote that shows exactly its characters."""
+    return "\n".join(f"> {line}" for line in md_block(inspect.cleandoc(text or "")).splitlines())
 
 
 def methods(output_dir: Path | str = paths.OUTPUTS_DIR) -> Markdown:
@@ -28,7 +35,8 @@ def methods(output_dir: Path | str = paths.OUTPUTS_DIR) -> Markdown:
     definitions = doc[doc.index("\n- ") + 1:] if "\n- " in doc else doc
     r = runs(output_dir)
     method = "No runs yet: each run records how it ran vLLM in its manifest.json." if r.empty else "\n\n".join(
-        f"Runs {', '.join(g['run_label'])}:\n\n{quote(text)}" for text, g in r.groupby("method", sort=False))
+        f"Runs {md_text(', '.join(g['run_label']))}:\n\n{quote_literally(text)}"
+        for text, g in r.groupby("method", sort=False))
     return Markdown(f"""**Definitions** (quoted from `accelbench.core.metrics`):
 
 {definitions}
@@ -77,7 +85,7 @@ weights were vLLM's dummy weights. Figures from the seed documents are always ma
 
 def cost_basis(output_dir: Path | str = paths.OUTPUTS_DIR) -> Markdown:
     """Which basis and price the cost tables use, the formulas, and how each configuration is charged."""
-    lines = "\n".join(f"- {line}" for line in views.pricings(output_dir)) or "- (no completed runs to price)"
+    lines = "\n".join(f"- {md_text(line)}" for line in views.pricings(output_dir)) or "- (no completed runs to price)"
     formulas = "\n".join(f"- `{f}`" for f in cost.FORMULAS.values())
     return Markdown(f"""**Basis shown: "{COST_BASIS}", {PRICE_KIND.replace('_', '-')} prices.** The two bases
 (quoted from `accelbench.analysis.cost`):

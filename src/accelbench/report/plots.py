@@ -18,6 +18,7 @@ from matplotlib.ticker import FuncFormatter, ScalarFormatter
 from accelbench.analysis import views
 from accelbench.analysis.pareto import pareto
 from accelbench.config import paths
+from accelbench.report.escape import plot_text
 from accelbench.report.labels import (
     COST_BASIS,
     LABELS,
@@ -87,11 +88,16 @@ NO_LEVELS = {"concurrency": "No closed-loop (concurrency) levels in these runs."
              "rate": "No open-loop (request-rate) levels in these runs."}
 
 
+def _plain(df: pd.DataFrame) -> pd.DataFrame:
+    """df with its run labels (read from run folders) as matplotlib shows text as it is (escape.plot_text)."""
+    return df.assign(run_label=df["run_label"].map(plot_text)) if "run_label" in df else df
+
+
 def _levels_of(df: pd.DataFrame, kind: str) -> pd.DataFrame | Markdown:
     """The rows of one level kind, or the message saying why there is nothing to chart."""
     if df.empty:
         return Markdown(NOTHING)
-    rows = df[df["level_kind"] == kind]
+    rows = _plain(df[df["level_kind"] == kind])
     return rows if not rows.empty else Markdown(NO_LEVELS[kind])
 
 
@@ -117,7 +123,7 @@ def ttft_distributions(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Ma
     req = views.measured_requests(output_dir)
     if req.empty:
         return Markdown(NOTHING)
-    req = req[req["measured"] & req["error"].isna()]
+    req = _plain(req[req["measured"] & req["error"].isna()])
     fig, axes = _figure(req["run_label"].nunique())
     for ax, (run_label, g) in zip(axes, req.groupby("run_label", sort=False)):
         sns.ecdfplot(data=g, x="ttft_ms", hue="level", ax=ax)
@@ -191,6 +197,7 @@ def pareto_frontier(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | Markd
     pf = pareto(output_dir)
     if pf.empty:
         return Markdown(NOTHING)
+    pf = _plain(pf)
     colors = _colors(pf)
     run, point = LABELS["run_label"], LABELS["point"]
     pf = pf.assign(**{point: np.where(pf["on_frontier"], "on the frontier", "dominated"), run: pf["run_label"]})
@@ -216,7 +223,7 @@ def cost_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart | M
     c = views.costs(output_dir)
     if c.empty:
         return Markdown(NOTHING)
-    closed = c[(c["level_kind"] == "concurrency") & c["usd_per_m_output_tokens"].notna()]
+    closed = _plain(c[(c["level_kind"] == "concurrency") & c["usd_per_m_output_tokens"].notna()])
     if closed.empty:
         return Markdown("No priced closed-loop (concurrency) level in these runs.")
     fig, (ax,) = _figure(1, width_in=8.0)
@@ -234,6 +241,7 @@ def energy_vs_concurrency(output_dir: Path | str = paths.OUTPUTS_DIR) -> Chart |
     e = views.summary(output_dir)
     if e.empty:
         return Markdown(NOTHING)
+    e = _plain(e)
     closed = e[(e["level_kind"] == "concurrency") & e["j_per_output_token"].notna()] \
         if "j_per_output_token" in e else e.iloc[0:0]
     if closed.empty:

@@ -21,6 +21,7 @@ from accelbench.config.reference import load_references
 from accelbench.core import metrics, uncertainty
 from accelbench.core.levels import level_name
 from accelbench.errors import AccelbenchError
+from accelbench.report.escape import html_text, md_text
 from accelbench.report.labels import (
     CAPTION_CSS,
     CAPTIONS,
@@ -86,9 +87,12 @@ def p99_text(df: Frame) -> Frame:
 
 
 def styled(df: Frame, columns: list[str], caption: str = "", na_rep: str = "—") -> Styler:
+    """The one place table text enters HTML: every cell, header and the caption shown as its characters
+    (escape.html_text), since cells hold strings read from run folders."""
     shown = df[columns].rename(columns=label)
     text = [c for c in shown.columns if not pd.api.types.is_numeric_dtype(shown[c])]
-    return (shown.style.hide(axis="index").format(number, na_rep=na_rep).set_caption(caption)
+    return (shown.style.hide(axis="index").format(lambda x: html_text(number(x)), na_rep=html_text(na_rep))
+            .format_index(html_text, axis=1).set_caption(html_text(caption))
             .set_properties(subset=text, **{"text-align": "left"})
             .set_table_styles([{"selector": "caption", "props": CAPTION_CSS}], overwrite=False))
 
@@ -101,7 +105,7 @@ def table(name: str, output_dir: Path | str = paths.OUTPUTS_DIR) -> Styler | Mar
     try:
         data = spec.view(output_dir)
     except AccelbenchError as e:
-        return Markdown(spec.failed.format(error=e))
+        return Markdown(spec.failed.format(error=md_text(e)))
     if data.empty:
         return Markdown(NOTHING if runs(output_dir).empty else spec.empty)
     plain = [c for c in spec.columns if "*" not in c]
@@ -166,7 +170,7 @@ def _goodput_wide(g: Frame) -> Frame:
 
 def _energy(e: Frame) -> Frame | str:
     if e["power_mean_w"].isna().all():
-        return EMPTY["energy_none"].format(backends=", ".join(sorted(e["backend"].unique())))
+        return EMPTY["energy_none"].format(backends=md_text(", ".join(sorted(map(str, e["backend"].unique())))))
     return e
 
 
@@ -321,4 +325,5 @@ TABLES: dict[str, TableSpec] = {
     "provenance_machine": TableSpec(provenance, ("run_id", "instance", "accelerator", "measured_accelerators",
                                                  "vllm", "torch", "git", "started_at"),
                                     CAPTIONS["provenance_machine"], shown=_provenance),
+    "skipped": TableSpec(views.skipped_folders, ("folder", "reason"), CAPTIONS["skipped"], empty=EMPTY["skipped"]),
 }
