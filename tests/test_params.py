@@ -239,7 +239,9 @@ def test_params_more_accelerators_than_instance_fails(tree):
     data["accelerators_used"] = 16
     data["engine"]["tensor_parallel_size"] = 16
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(AccelbenchError, match=r"h200\.yaml: accelerators_used=16 but p5en\.48xlarge has 8"):
+    with pytest.raises(AccelbenchError, match=r"h200\.yaml: field 'accelerators_used': accelerators_used=16 but "
+                                              r"p5en\.48xlarge has 8 \(params/instances\.yaml: instance 'p5en\.48xlarge': "
+                                              r"field 'accelerator_count'\)"):
         params.resolve("h200")
 
 
@@ -256,7 +258,8 @@ def test_params_workload_longer_than_max_model_len_fails_at_resolve(tree):
 
 def test_params_backend_must_match_instance_family(tree):
     _edit(tree / "scenarios" / "cpu.yaml", backend="cuda")
-    with pytest.raises(AccelbenchError, match=r"cpu\.yaml: backend 'cuda' does not drive instance local-cpu \(cpu\)"):
+    with pytest.raises(AccelbenchError, match=r"cpu\.yaml: field 'backend': backend 'cuda' does not drive instance "
+                                              r"local-cpu \(cpu\)"):
         params.resolve("cpu")
 
 
@@ -271,3 +274,206 @@ def test_params_name_mismatch_names_file(tree):
     _edit(tree / "workloads" / "cpu-smoke.yaml", name="cpu-smok")
     with pytest.raises(AccelbenchError, match=r"cpu-smoke\.yaml: field 'name' is 'cpu-smok'"):
         params.load_workload("cpu-smoke")
+
+
+# --- the strict loader (issue 17, items 6 and 7) -------------------------------------------------------
+
+def _error(load, *args) -> str:
+    with pytest.raises(AccelbenchError) as e:
+        load(*args)
+    return str(e.value)
+
+
+def _edit_entry(path: Path, key: str, **changes) -> None:
+    data = yaml.safe_load(path.read_text())
+    data[key].update(changes)
+    path.write_text(yaml.safe_dump(data))
+
+
+@pytest.mark.parametrize("field, value", [("request_rates_per_s", [float("nan")]), ("request_rates_per_s", [float("inf")]),
+                                          ("min_level_duration_s", float("inf")), ("min_level_duration_s", float("nan")),
+                                          ("output_tokens_range_ratio", float("nan")), ("target_half_width_pct", float("inf"))])
+def test_params_nan_and_inf_are_refused_at_load(tree, field, value):
+    _edit(tree / "workloads" / "cpu-smoke.yaml", **{field: value})
+    msg = _error(params.load_workload, "cpu-smoke")
+    assert "cpu-smoke.yaml" in msg and f"field '{field}" in msg and ("nan" in msg or "inf" in msg)
+
+
+def test_params_negative_seed_is_refused(tree):
+    _edit(tree / "workloads" / "cpu-smoke.yaml", seed=-1)
+    msg = _error(params.load_workload, "cpu-smoke")
+    assert "cpu-smoke.yaml" in msg and "field 'seed'" in msg and "(got -1)" in msg and "greater than or equal to 0" in msg
+
+
+def test_params_concurrency_beyond_the_bound_is_refused_not_a_memory_error(tree):
+    _edit(tree / "workloads" / "cpu-smoke.yaml", concurrency_levels=[1, 1_000_000_000])
+    msg = _error(params.load_workload, "cpu-smoke")
+    assert "field 'concurrency_levels.1'" in msg and "less than or equal to 4096" in msg and "1000000000" in msg
+
+
+def test_params_level_with_too_many_requests_or_lasting_days_is_refused(tree):
+    _edit(tree / "workloads" / "cpu-smoke.yaml", requests_per_worker=1000)  # 4 clients x 1000 is fine, 4096 x not
+    params.load_workload("cpu-smoke")
+    _edit(tree / "workloads" / "cpu-smoke.yaml", concurrency_levels=[4096])
+    assert "field 'concurrency_levels': the level 4096 is 4096000 requests" in _error(params.load_workload, "cpu-smoke")
+    _edit(tree / "workloads" / "cpu-smoke.yaml", concurrency_levels=[1], request_rates_per_s=[1e-6])
+    msg = _error(params.load_workload, "cpu-smoke")
+    assert "field 'request_rates_per_s': the level 1e-06" in msg and "longer than 86400 s" in msg
+
+
+def test_params_negative_or_zero_price_is_refused_naming_the_instance(tree):
+    path = tree / "instances.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["p5en.48xlarge"]["prices"]["on_demand_usd_per_hour"]["value"] = -84.8
+    path.write_text(yaml.safe_dump(data))
+    msg = _error(params.load_instances)
+    assert "instances.yaml: instance 'p5en.48xlarge': field 'prices.on_demand_usd_per_hour.value'" in msg
+    assert "(got -84.8)" in msg and "greater than 0" in msg
+
+
+def test_params_strict_types_refuse_numeric_strings_and_bools(tree):
+    path = tree / "scenarios" / "cpu.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["engine"]["max_num_seqs"] = "64"
+    path.write_text(yaml.safe_dump(data))
+    msg = _error(params.load_scenario_file, "cpu")
+    assert "cpu.yaml: field 'engine.max_num_seqs': Input should be a valid integer (got '64')" in msg
+    _edit(tree / "workloads" / "cpu-smoke.yaml", repetitions=True)
+    assert "field 'repetitions'" in _error(params.load_workload, "cpu-smoke")
+
+
+def test_params_yaml_alias_bomb_is_refused_at_once(tree):
+    path = tree / "models" / "tiny-llama.yaml"
+    bomb = "".join(f"  l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 10))
+    path.write_text(path.read_text().replace("hf_config:\n", "hf_config:\n  l0: &l0 [lol]\n" + bomb))
+    msg = _error(params.load_model, "tiny-llama")
+    assert "tiny-llama.yaml: field 'hf_config.l0'" in msg and "YAML anchor '&l0' refused" in msg
+
+
+def test_params_duplicate_keys_are_refused(tree):
+    path = tree / "workloads" / "cpu-smoke.yaml"
+    path.write_text(path.read_text() + "seed: 7\n")
+    msg = _error(params.load_workload, "cpu-smoke")
+    assert "cpu-smoke.yaml: field 'seed'" in msg and "appears twice" in msg
+    nested = tree / "models" / "tiny-llama.yaml"
+    nested.write_text(nested.read_text().replace("  vocab_size: 4096\n", "  vocab_size: 4096\n  vocab_size: 8\n"))
+    assert "field 'hf_config.vocab_size'" in _error(params.load_model, "tiny-llama")
+
+
+@pytest.mark.parametrize("file, kind, key", [("instances.yaml", "instance", "local-cpu"),
+                                             ("slos.yaml", "SLO profile", "cpu-smoke")])
+def test_params_entry_name_may_not_override_its_key(tree, file, kind, key):
+    _edit_entry(tree / file, key, name="p5en.48xlarge")
+    load = params.load_instances if file == "instances.yaml" else params.load_slo_profiles
+    msg = _error(load)
+    assert f"{file}: {kind} '{key}': field 'name' is 'p5en.48xlarge' but the entry's key is named '{key}'" in msg
+    _edit_entry(tree / file, key, name=key)  # the same name is allowed
+    load()
+
+
+def test_params_slo_naming_an_unknown_model_is_refused(tree):
+    _edit_entry(tree / "slos.yaml", "cpu-smoke", models=["tiny-llama", "tiny-lama"])
+    msg = _error(params.load_slo_profiles)
+    assert "slos.yaml: SLO profile 'cpu-smoke': field 'models': unknown model 'tiny-lama'" in msg
+    assert "tiny-llama" in msg.split("valid:")[1]
+
+
+def test_params_instance_and_slo_errors_name_the_entry(tree):
+    _edit_entry(tree / "instances.yaml", "local-cpu", hbm_gb=1)
+    assert "instances.yaml: instance 'local-cpu': field 'hbm_gb'" in _error(params.load_instances)
+    _edit_entry(tree / "slos.yaml", "cpu-smoke", ttft_p99_ms=-5)
+    assert "slos.yaml: SLO profile 'cpu-smoke': field 'ttft_p99_ms'" in _error(params.load_slo_profiles)
+
+
+def test_params_bad_entry_key_is_refused(tree):
+    path = tree / "instances.yaml"
+    path.write_text(path.read_text() + "\n../../evil:\n  family: cpu\n")
+    assert "instances.yaml: field '../../evil': the instance key '../../evil' is not a name" in _error(params.load_instances)
+
+
+def test_params_non_utf8_file_is_an_accelbench_error(tree):
+    path = tree / "workloads" / "cpu-smoke.yaml"
+    path.write_bytes(path.read_bytes().replace(b"name: cpu-smoke", "name: cpu-smoke # café".encode("latin-1")))
+    msg = _error(params.load_workload, "cpu-smoke")
+    assert "cpu-smoke.yaml: not UTF-8 text: byte 0xe9" in msg and "line " in msg
+
+
+def test_params_deeply_nested_document_is_an_accelbench_error(tree):
+    path = tree / "models" / "tiny-llama.yaml"
+    text = path.read_text()
+    path.write_text(text + "extra: " + "[" * 100 + "]" * 100 + "\n")
+    msg = _error(params.load_model, "tiny-llama")
+    assert "tiny-llama.yaml: field 'extra.0.0." in msg and "nested 17 levels deep; at most 16" in msg
+    path.write_text(text + "extra: " + "{a: " * 100_000 + "}" * 100_000 + "\n")  # deeper than libyaml goes
+    msg = _error(params.load_model, "tiny-llama")
+    assert "tiny-llama.yaml" in msg and ("field 'extra.a.a." in msg or "line 26" in msg)
+
+
+@pytest.mark.parametrize("text, field", [("1: one\n", "1"), ("yes: 2\n", "True"), ("null: 3\n", "None"),
+                                         ("? [a, b]\n: 4\n", "['a', 'b']")])
+def test_params_non_string_keys_are_an_accelbench_error(tree, text, field):
+    path = tree / "workloads" / "cpu-smoke.yaml"
+    path.write_text(path.read_text() + text)
+    msg = _error(params.load_workload, "cpu-smoke")
+    assert f"cpu-smoke.yaml: field '{field}'" in msg and "keys are strings" in msg
+
+
+@pytest.mark.parametrize("text", ["when: 2026-11-30\n", "blob: !!binary aGk=\n", "n: !!int x\n", "x: !!python/name:os.system\n",
+                                  "n: " + "9" * 5000 + "\n", "<<: {seed: 1}\n", "---\n---\n"])
+def test_params_yaml_beyond_plain_data_is_an_accelbench_error(tree, text):
+    path = tree / "workloads" / "cpu-smoke.yaml"
+    path.write_text(path.read_text() + text)
+    assert "cpu-smoke.yaml: " in _error(params.load_workload, "cpu-smoke")
+
+
+@pytest.mark.parametrize("change, field", [("del", "max_position_embeddings"), ("4096.5", "max_position_embeddings"),
+                                           ("'4096'", "max_position_embeddings"), ("true", "max_position_embeddings"),
+                                           ("del", "vocab_size"), ("5", "vocab_size")])
+def test_params_model_context_and_vocab_are_checked_at_load(tree, change, field):
+    path = tree / "models" / "tiny-llama.yaml"
+    lines = [line for line in path.read_text().splitlines() if not line.startswith(f"  {field}:")]
+    if change != "del":
+        lines.append(f"  {field}: {change}")  # hf_config is the file's last block
+    path.write_text("\n".join(lines) + "\n")
+    msg = _error(params.load_model, "tiny-llama")
+    assert f"tiny-llama.yaml: field 'hf_config': '{field}' is" in msg
+
+
+def test_params_hf_config_must_be_plain_data(tree):
+    path = tree / "models" / "tiny-llama.yaml"
+    path.write_text(path.read_text() + "  rope_scaling: {factor: .nan}\n")
+    assert "field 'hf_config': 'rope_scaling.factor': nan is not a finite number" in _error(params.load_model, "tiny-llama")
+
+
+def test_params_unreadable_or_empty_files_are_accelbench_errors(tree):
+    assert f"{tree / 'models'}: cannot be read" in _error(params.load_instances, tree / "models")
+    (tree / "workloads" / "cpu-smoke.yaml").unlink()
+    (tree / "workloads" / "cpu-smoke.yaml").mkdir()  # not a file: not a workload
+    assert "unknown workload 'cpu-smoke': valid workloads are cpu-validate" in _error(params.load_workload, "cpu-smoke")
+    (tree / "slos.yaml").write_text("")
+    assert "slos.yaml: field '<document>': expected a mapping of SLO profile name to fields, got an empty document" \
+        in _error(params.load_slo_profiles)
+    (tree / "workloads" / "cpu-validate.yaml").write_text("- a\n- b\n")
+    assert "cpu-validate.yaml: field '<document>': expected a mapping of fields" in _error(params.load_workload, "cpu-validate")
+
+
+def test_params_cross_file_error_names_the_workload_file_and_fields(tree):
+    path = tree / "scenarios" / "cpu.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["engine"]["max_model_len"] = 64
+    path.write_text(yaml.safe_dump(data))
+    msg = _error(params.resolve, "cpu")
+    assert "params/scenarios/cpu.yaml: field 'engine.max_model_len'" in msg
+    assert "params/workloads/cpu-smoke.yaml: fields 'input_tokens' and 'output_tokens'" in msg
+    _edit(tree / "scenarios" / "cpu.yaml", model="tiny-lama")
+    assert "cpu.yaml: field 'model': unknown model 'tiny-lama'" in _error(params.resolve, "cpu")
+
+
+def test_params_resolve_names_the_model_file_for_max_position_embeddings(tree):
+    path = tree / "scenarios" / "cpu.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["engine"]["max_model_len"] = 4096   # tiny-llama: 2048
+    path.write_text(yaml.safe_dump(data))
+    msg = _error(params.resolve, "cpu")
+    assert "field 'engine.max_model_len' is 4096" in msg
+    assert "params/models/tiny-llama.yaml: field 'hf_config.max_position_embeddings'" in msg

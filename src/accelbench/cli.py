@@ -12,12 +12,23 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 
 @app.command()
-def run(scenario: str, model: str | None = None, workload: str | None = None,
+def run(scenario: str = typer.Argument(..., help="a scenario name: params/scenarios/<name>.yaml (a name, not a path)"),
+        model: str | None = typer.Option(None, help="a model name in place of the scenario's: "
+                                                    "params/models/<name>.yaml"),
+        workload: str | None = typer.Option(None, help="a workload name in place of the scenario's: "
+                                                       "params/workloads/<name>.yaml"),
         output_dir: Path = paths.OUTPUTS_DIR,
         stop_after_s: float | None = typer.Option(None, help="start no level after this many seconds from "
                                                   "the run's start; a run that left levels out is partial"),
         replicates: int = typer.Option(1, help="engine starts, one after another, each measuring every level")) -> None:
     """Measure one scenario on this machine (the same call run_scenario.ipynb makes)."""
+    from accelbench.config import params
+    # names only, checked before vLLM is imported: a path here would escape params/ and outputs/
+    params.check_name(scenario, "scenario", paths.SCENARIOS_DIR, given_as="SCENARIO")
+    if model is not None:
+        params.check_name(model, "model", paths.MODELS_DIR, given_as="--model")
+    if workload is not None:
+        params.check_name(workload, "workload", paths.WORKLOADS_DIR, given_as="--workload")
     from accelbench.measure.study import raise_if_failed, run_scenario
     result = run_scenario(scenario, model, workload, output_dir, stop_after_s, replicates)
     typer.echo(f"{result.status}: {result.run_dir}")
@@ -31,6 +42,10 @@ def scenarios() -> None:
     for kind, names in (("scenarios", params.scenario_names()), ("models", params.model_names()),
                         ("workloads", params.workload_names())):
         typer.echo(f"{kind}: {', '.join(names)}")
+    if unnamed := params.unnamed_files():
+        from accelbench.config.names import NAME_RULE
+        typer.echo(f"ignored (file names that are not names: {NAME_RULE}): "
+                   f"{', '.join(str(p) for p in unnamed)}")
 
 
 @app.command()

@@ -18,6 +18,9 @@ from pydantic import (
     model_validator,
 )
 
+from accelbench.config.bounds import MAX_TOKENS
+from accelbench.config.strict_yaml import plain_data_problem
+
 if TYPE_CHECKING:
     from accelbench.config.params import (
         EngineSettings,
@@ -47,7 +50,8 @@ MULTIMODAL_ARCHITECTURES = frozenset({
     "Qwen2VLForConditionalGeneration", "Qwen3VLForConditionalGeneration",
 })
 
-Json = int | float | bool | str | None | list[Any] | dict[str, Any]
+MAX_BUCKETS = 64  # graphs compiled per phase; NxDI's defaults are powers of two, 7 up to 8192 tokens
+MAX_BUCKET_TOKENS = MAX_TOKENS  # the longest sequence any scenario may set
 
 
 @dataclass(frozen=True)
@@ -87,23 +91,23 @@ class NeuronSettings(BaseModel):
     NeuronConfig names, passed through unchanged, so the NxDI docs can be searched by them.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     logical_nc_config: int | None = Field(
-        None, ge=1, description="physical NeuronCores per logical NeuronCore (LNC); None = the chip's default "
+        None, ge=1, le=8, description="physical NeuronCores per logical NeuronCore (LNC); None = the chip's default "
                                 "(Trainium2: 2, Inferentia2: 1)")
     enable_bucketing: bool = Field(True, description="compile one graph per bucket instead of one padded "
                                                      "to the longest length")
     context_encoding_buckets: list[int] | None = Field(
-        None, description="prefill graph lengths, tokens of prompt, ascending; None = NxDI's powers of two "
-                          "from 128 to max_model_len")
+        None, max_length=MAX_BUCKETS, description="prefill graph lengths, tokens of prompt, ascending; None = "
+                                                  "NxDI's powers of two from 128 to max_model_len")
     token_generation_buckets: list[int] | None = Field(
-        None, description="decode graph lengths, tokens of prompt + generated so far, ascending; None = "
-                          "NxDI's powers of two from 128 to max_model_len")
-    extra_neuron_config: dict[str, Json] = Field(
+        None, max_length=MAX_BUCKETS, description="decode graph lengths, tokens of prompt + generated so far, "
+                                                  "ascending; None = NxDI's powers of two from 128 to max_model_len")
+    extra_neuron_config: dict[str, Any] = Field(
         default_factory=dict, description="further NxDI NeuronConfig fields for the (text) model, e.g. "
                                           "fused_qkv; keys derived from vLLM settings are rejected")
-    vision_neuron_config: dict[str, Json] = Field(
+    vision_neuron_config: dict[str, Any] = Field(
         default_factory=dict, description="NxDI NeuronConfig fields for an image-to-text model's vision "
                                           "encoder (Llama 4); empty = the plugin's defaults")
 
@@ -112,15 +116,18 @@ class NeuronSettings(BaseModel):
     def _ascending(cls, v: list[int] | None) -> list[int] | None:
         if v is None:
             return v
-        if not v or any(b < 1 for b in v):
-            raise ValueError(f"buckets must be a non-empty list of lengths >= 1 token, got {v}")
+        if not v or any(not 1 <= b <= MAX_BUCKET_TOKENS for b in v):
+            raise ValueError(f"buckets must be a non-empty list of lengths from 1 to {MAX_BUCKET_TOKENS} tokens, "
+                             f"got {v}")
         if any(prev >= nxt for nxt, prev in zip(v[1:], v)):
             raise ValueError(f"buckets must be strictly ascending, got {v}")
         return v
 
     @field_validator("extra_neuron_config", "vision_neuron_config")
     @classmethod
-    def _not_derived(cls, v: dict[str, Json], info: ValidationInfo) -> dict[str, Json]:
+    def _not_derived(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        if problem := plain_data_problem(v):
+            raise ValueError(f"'{problem[0]}': {problem[1]}")
         text = info.field_name == "extra_neuron_config"
         if shadowed := sorted((DERIVED_NEURON_KEYS if text else VISION_DERIVED_KEYS) & set(v)):
             why = (f"shadows a setting derived from the scenario's vLLM settings or a typed engine.neuron field; "

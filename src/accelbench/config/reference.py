@@ -12,6 +12,13 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from accelbench.config import params, paths
+from accelbench.config.bounds import (
+    DATE_PATTERN,
+    MAX_ACCELERATORS,
+    MAX_CONCURRENCY,
+    MAX_TOKENS,
+)
+from accelbench.config.names import Name
 from accelbench.config.params import Frozen
 from accelbench.errors import AccelbenchError
 
@@ -43,13 +50,15 @@ class Figure(Frozen):
     metric: Metric = Field(description="what the number is; the unit is in the name")
     value: float = Field(description="the number as the document states it")
     hardware_label: str = Field("", description="the hardware as the document names it, e.g. 'A: p5/H100'")
-    instance: str | None = Field(None, description="key in params/instances.yaml the figure is about, if any")
-    accelerators: int | None = Field(None, ge=1, description="accelerators the figure is for, when not the whole instance")
-    comparable_instance: str | None = Field(
+    instance: Name | None = Field(None, description="key in params/instances.yaml the figure is about, if any")
+    accelerators: int | None = Field(None, ge=1, le=MAX_ACCELERATORS,
+                                     description="accelerators the figure is for, when not the whole instance")
+    comparable_instance: Name | None = Field(
         None, description="when `instance` is unknown: an instance in params/instances.yaml with the accelerator "
                           "the document names, used only to place the figure on hardware (roofline, measurements)")
-    model: str | None = Field(None, description="key in params/models/ the figure is about, if any")
-    concurrency: int | None = Field(None, ge=1, description="concurrent requests the figure is stated at")
+    model: Name | None = Field(None, description="key in params/models/ the figure is about, if any")
+    concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY,
+                                    description="concurrent requests the figure is stated at")
     section: str = Field(min_length=2, description="table or section of the document")
     quote: str = Field("", description="the document's own words or table cell")
     note: str = Field("", description="what a reader should know: ambiguity, mislabels")
@@ -59,23 +68,23 @@ class Relation(Frozen):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="unique within the document")
     claim: str = Field(min_length=3, description="the stated relation, in the document's words")
     kind: RelationKind = Field(description="how the stated value follows from the terms")
-    terms: list[str] = Field(min_length=1, description="figure ids the relation is computed from, in order")
+    terms: list[str] = Field(min_length=1, max_length=16, description="figure ids the relation is computed from, in order")
     factor: float = Field(1.0, description="constant multiplier (product, quotient, difference)")
     value: float = Field(description="the value the document states")
-    tolerance_pct: float = Field(2.0, ge=0, description="relative tolerance for rounding, percent")
+    tolerance_pct: float = Field(2.0, ge=0, le=100, description="relative tolerance for rounding, percent")
     section: str = Field(min_length=2, description="table or section of the document")
     note: str = Field("", description="assumptions behind the arithmetic")
 
 
 class ReferenceDocument(Frozen):
-    name: str = Field(description="file stem in params/reference/")
+    name: Name = Field(description="file stem in params/reference/")
     document: str = Field(description="file the figures come from (seed file name)")
     title: str = Field(description="the document's title")
     published: str = Field(description="publication date as the document gives it")
-    read_date: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$", description="when this project read it")
+    read_date: str = Field(pattern=DATE_PATTERN, description="when this project read it")
     kind: Literal["projection"] = Field(description="projections: numbers not measured by this project")
-    input_tokens: int | None = Field(None, ge=1, description="prompt length the figures are for")
-    output_tokens: int | None = Field(None, ge=1, description="generated tokens the figures are for")
+    input_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS, description="prompt length the figures are for")
+    output_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS, description="generated tokens the figures are for")
     precision: str = Field("", description="weight precision the document states, e.g. bfloat16")
     stated_formula: str = Field("", description="the cost formula the document states, in its words")
     notes: str = Field("", description="what the figures are, and what they are not")
@@ -87,15 +96,17 @@ class ReferenceDocument(Frozen):
         ids = [f.id for f in self.figures] + [r.id for r in self.relations]
         dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:
-            raise ValueError(f"ids must be unique, repeated: {', '.join(dup)}")
+            raise ValueError(f"fields 'figures.id' and 'relations.id': ids must be unique, repeated: {', '.join(dup)}")
         known = {f.id for f in self.figures}
         for r in self.relations:
             missing = [t for t in r.terms if t not in known]
             if missing:
-                raise ValueError(f"relation '{r.id}' names unknown figure(s) {missing}")
+                raise ValueError(f"relation '{r.id}': field 'terms' names unknown figure(s) {missing}; valid: "
+                                 f"ids of this document's figures")
             need = ARITY.get(r.kind)
             if need and len(r.terms) != need:
-                raise ValueError(f"relation '{r.id}' of kind {r.kind} needs {need} terms, got {len(r.terms)}")
+                raise ValueError(f"relation '{r.id}': field 'terms': kind {r.kind} needs {need} terms, got "
+                                 f"{len(r.terms)}")
         return self
 
     def figure(self, figure_id: str) -> Figure:
@@ -114,7 +125,7 @@ class ReferenceDocument(Frozen):
 
 
 def reference_names() -> list[str]:
-    return sorted(p.stem for p in paths.REFERENCE_DIR.glob("*.yaml"))
+    return params._names(paths.REFERENCE_DIR)
 
 
 def load_reference(name: str) -> ReferenceDocument:
@@ -129,7 +140,7 @@ def load_reference(name: str) -> ReferenceDocument:
                 raise AccelbenchError(f"{path}: figure '{f.id}': field '{field}': unknown instance '{value}'; "
                                       f"valid: {', '.join(sorted(instances))} (or leave it null)")
         if f.model is not None and f.model not in models:
-            raise AccelbenchError(f"{path}: figure '{f.id}': unknown model '{f.model}'; "
+            raise AccelbenchError(f"{path}: figure '{f.id}': field 'model': unknown model '{f.model}'; "
                                   f"valid: {', '.join(sorted(models))} (or leave it null)")
     return doc
 
