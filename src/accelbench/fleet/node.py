@@ -4,6 +4,7 @@ the level events the run appends to a file, followed to report which level is be
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -32,6 +33,7 @@ RAY_TASK_VARS = ("OMP_NUM_THREADS",)
 RAY_EMPTIED_VARS = ("CUDA_VISIBLE_DEVICES", "NEURON_RT_VISIBLE_CORES")  # emptied for a task asking no GPUs
 JOB_ENV_VAR = "ACCELBENCH_FLEET_JOB"  # set in every process of a fleet run: which job started it
 EVENTS_POLL_S = 0.5
+LEFTOVER_WAIT_S = 30.0
 
 
 def check_checkout(commit: str | None) -> None:
@@ -47,9 +49,11 @@ def check_checkout(commit: str | None) -> None:
             f"ACCELBENCH_REF in cluster/kuberay-raycluster.yaml to it (docs/fleet.md)")
 
 
-def _kill_tree() -> None:
+def _kill_tree(wait_s: float = 0.0) -> None:
+    """Kill every process under this one, after `wait_s` for them to end on their own."""
     import psutil  # an ipykernel dependency
     procs = psutil.Process().children(recursive=True)
+    _, procs = psutil.wait_procs(procs, timeout=wait_s) if wait_s and procs else ([], procs)
     for proc in procs:
         try:
             proc.kill()
@@ -90,7 +94,9 @@ def guard(argv: list[str]) -> None:
             shutil.rmtree(exit_file.parent, ignore_errors=True)  # nobody will collect the run now
             os._exit(1)
         time.sleep(1)
-    _kill_tree()  # anything the notebook left behind
+    # anything the notebook left behind; a run whose kernel died has its watchdog (measure.watchdog) stopping
+    # vLLM and putting the run folder in place: it is given the time to
+    _kill_tree(wait_s=LEFTOVER_WAIT_S)
     exit_file.write_text(str(child.returncode))
     os._exit(0)
 
@@ -157,7 +163,8 @@ class LevelFollower:
         self._thread.join()
 
 
-def _notebook_error(notebook: Path) -> str | None:
+def _notebook_error(notebook: Path) -> tuple[str, str] | None:
+    """The executed notebook's error: (exception name, message), or None."""
     import nbformat
     try:
         nb = nbformat.read(notebook, as_version=4)
@@ -166,13 +173,46 @@ def _notebook_error(notebook: Path) -> str | None:
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
-                return f"{out.get('ename')}: {out.get('evalue')}"
+                return str(out.get("ename")), str(out.get("evalue"))
     return None
 
 
-def execute_on_node(job: Job, commit: str | None, board: Any = None) -> dict[str, Any]:
+def failure_kind(run_made: bool, notebook_error: tuple[str, str] | None) -> str:
+    """Why an attempt failed, for the driver to decide on a retry: 'final' when the notebook stopped with the
+    project's error before any run folder was made (the scenario's params, or a host without what it needs:
+    the same on every attempt), else 'failed' (the run failed or was cut off: the engine died, the kernel
+    was killed, papermill failed), which another attempt may not repeat."""
+    if not run_made and notebook_error is not None and notebook_error[0] == AccelbenchError.__name__:
+        return "final"
+    return "failed"
+
+
+def staging_snapshot(out_dir: Path, scenario: str) -> dict[str, Any] | None:
+    """The run folder being written under out_dir as it stands, once it holds a measured level: its run id
+    and files' bytes (each file whole: the run replaces them whole; read again if the manifest changed
+    while they were read), or None."""
+    for staging in sorted((paths.results_dir(out_dir) / scenario).glob(f".*{results.STAGING_SUFFIX}")):
+        for _ in range(3):
+            try:
+                before = (staging / "manifest.json").read_bytes()
+                files = {str(p.relative_to(staging)): p.read_bytes() for p in sorted(staging.rglob("*"))
+                         if p.is_file() and not p.name.startswith(".")}
+                if (staging / "manifest.json").read_bytes() != before:
+                    continue
+                manifest = json.loads(before)
+            except (OSError, ValueError):  # being put in place, or not written yet
+                break
+            if manifest.get("levels_measured"):
+                return dict(run_id=manifest["run_id"], run_files=files)
+            break
+    return None
+
+
+def execute_on_node(job: Job, commit: str | None, board: Any = None, attempt: int = 1) -> dict[str, Any]:
     """The Ray task: papermill run_scenario.ipynb here, as a user would, into a temporary folder; return
-    the executed notebook and the run folder's files as bytes, and the node it ran on."""
+    the executed notebook and the run folder's files as bytes, the node it ran on, and why it failed
+    (failure_kind). At each level's end the run folder as it stands goes to the status board, so what the
+    attempt measured outlives a lost node or a cancelled task."""
     import ray
 
     ctx = ray.get_runtime_context()
@@ -184,14 +224,20 @@ def execute_on_node(job: Job, commit: str | None, board: Any = None) -> dict[str
             board.update.remote(job.name, **fields)
 
     levels_ended = 0
+    out_dir = Path()
+    lost = dict(node=node, command=None, started_at=None)  # what a lost attempt's kept run records
 
     def on_event(event: LevelEvent) -> None:
         nonlocal levels_ended
         if event.phase == "start":
             report(level=f"measuring {level_name(event.kind, event.value)} rep {event.repetition}",
                    levels_done=levels_ended)
-        else:
+        else:  # the level's rows are saved in the run folder (study.EventsFile): keep it on the driver's side
             levels_ended += 1
+            snapshot = staging_snapshot(out_dir, job.scenario)
+            if board is not None and snapshot is not None:
+                board.keep.remote(job.name, attempt, {**lost, **snapshot,
+                                                      "finished_at": datetime.now(timezone.utc).isoformat()})
 
     report(state="running", level="starting the notebook", node=node)
     check_checkout(commit)
@@ -204,6 +250,7 @@ def execute_on_node(job: Job, commit: str | None, board: Any = None) -> dict[str
         for name in ("model", "workload"):
             if getattr(job, name):
                 cmd += ["-p", name, getattr(job, name)]
+        lost.update(command=cmd, started_at=started)
         tail: deque[str] = deque(maxlen=60)
         exit_file, events_file = Path(tmp) / "papermill.exit", Path(tmp) / "level-events.jsonl"
         guarded = [sys.executable, "-c",
@@ -219,17 +266,21 @@ def execute_on_node(job: Job, commit: str | None, board: Any = None) -> dict[str
         run_dirs = [d for d in results.run_dirs(out_dir) if d.parent.name == job.scenario]
         run_dir = run_dirs[-1] if run_dirs else None
         manifest = results.load_manifest(run_dir) if run_dir else None
+        kept = staging_snapshot(out_dir, job.scenario) if run_dir is None else None  # its watchdog cut off too
         ran = returncode == 0 and manifest is not None and manifest.status == "completed"
         status = "completed" if ran else "failed"
-        error = None
+        error = failure = None
         if status == "failed":
+            notebook_error = _notebook_error(executed) if executed.exists() else None
+            failure = failure_kind(run_dir is not None or kept is not None, notebook_error)
             error = ((manifest.error if manifest is not None else None)
-                     or (executed.exists() and _notebook_error(executed))
+                     or (notebook_error and ": ".join(notebook_error))
                      or f"papermill exited {returncode}: {''.join(tail)[-2000:]}")
+        files = ({str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file()}
+                 if run_dir else kept["run_files"] if kept else {})
         return dict(
-            status=status, error=error, run_id=run_dir.name if run_dir else None,
-            run_files={str(p.relative_to(run_dir)): p.read_bytes()
-                       for p in sorted(run_dir.rglob("*")) if p.is_file()} if run_dir else {},
+            status=status, error=error, failure=failure,
+            run_id=run_dir.name if run_dir else kept["run_id"] if kept else None, run_files=files,
             notebook=executed.read_bytes() if executed.exists() else None,
             node=node, command=cmd, papermill_returncode=returncode, output_tail="".join(tail),
             started_at=started, finished_at=datetime.now(timezone.utc).isoformat())

@@ -14,16 +14,27 @@ STATUS_ACTOR = "accelbench-fleet-status"  # named, so a second fleet run on the 
 
 
 class StatusBoard:
-    """A Ray actor the tasks report their state to and the driver reads (one row per job)."""
+    """A Ray actor the tasks report their state to and the driver reads (one row per job); it also keeps
+    each running attempt's run folder as it stood at its last level's end, for the driver to write back
+    if the attempt is lost (its node gone, the task cancelled)."""
 
     def __init__(self) -> None:
         self.rows: dict[str, dict[str, Any]] = {}
+        self.kept: dict[str, tuple[int, dict[str, Any]]] = {}
 
     def update(self, name: str, **fields: Any) -> None:
         self.rows.setdefault(name, {}).update(fields, updated_s=time.time())
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
         return self.rows
+
+    def keep(self, name: str, attempt: int, run: dict[str, Any]) -> None:
+        self.kept[name] = (attempt, run)
+
+    def kept_run(self, name: str, attempt: int) -> dict[str, Any] | None:
+        """What attempt `attempt` of job `name` had measured and saved when last heard of (None: nothing)."""
+        kept = self.kept.get(name)
+        return kept[1] if kept is not None and kept[0] == attempt else None
 
 
 def status_board() -> Any:

@@ -23,11 +23,14 @@ from accelbench.errors import AccelbenchError
 
 SCHEMA_VERSION = 4
 SCHEMA_VERSIONS = (1, 2, 3, 4)
-STATUSES = ("completed", "partial", "failed")
-# runs whose every saved level was measured whole: completed, or partial (stopped between levels by
-# stop_after_s). A failed run's last level may be cut short by the failure, so analyses leave it out.
+STATUSES = ("completed", "partial", "interrupted", "failed")
+# runs whose every saved level was measured whole: completed; partial (stopped between levels by
+# stop_after_s); interrupted (a signal, or the death of the process running it, stopped the run: a level
+# is saved only once it has ended, and one that ends after the signal is dropped, so every saved level is
+# whole, as a partial run's are). A failed run's last level may be cut short by the failure (its requests
+# failing with the engine), so analyses leave it out.
 ESTIMATORS_SINCE = 4  # the first schema version whose stored level rows the current estimators wrote
-WHOLE_LEVELS = ("completed", "partial")
+WHOLE_LEVELS = ("completed", "partial", "interrupted")
 _LABEL = re.compile(r"^(?P<kind>concurrency|rate) (?P<value>[0-9.e+-]+)(?: req/s)? rep (?P<rep>\d+)$")
 
 
@@ -72,7 +75,7 @@ class RunManifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     schema_version: Literal[1, 2, 3, 4] = SCHEMA_VERSION
     run_id: str
-    status: Literal["completed", "partial", "failed"]
+    status: Literal["completed", "partial", "interrupted", "failed"]
     error: str | None = None
     scenario: str
     started_at: str | None = None
