@@ -29,8 +29,12 @@ def run(scenario: str = typer.Argument(..., help="a scenario name: params/scenar
         params.check_name(model, "model", paths.MODELS_DIR, given_as="--model")
     if workload is not None:
         params.check_name(workload, "workload", paths.WORKLOADS_DIR, given_as="--workload")
-    from accelbench.measure.study import raise_if_failed, run_scenario
-    result = run_scenario(scenario, model, workload, output_dir, stop_after_s, replicates)
+    from accelbench.measure.study import RunInterrupted, raise_if_failed, run_scenario
+    try:
+        result = run_scenario(scenario, model, workload, output_dir, stop_after_s, replicates)
+    except RunInterrupted as e:  # SIGINT/SIGTERM: what was measured is saved, marked interrupted
+        typer.echo(f"interrupted: {e.run.run_dir}")
+        raise typer.Exit(e.exit_code) from None  # 130 for SIGINT, 143 for SIGTERM, as a shell expects
     typer.echo(f"{result.status}: {result.run_dir}")
     raise_if_failed(result)
 
