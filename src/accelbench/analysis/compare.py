@@ -19,6 +19,7 @@ from accelbench.config import paths
 from accelbench.core import metrics
 from accelbench.errors import AccelbenchError
 from accelbench.store import runs as results
+from accelbench.store import runset
 from accelbench.store.manifest import RunManifest
 
 HIGHER_IS_BETTER = {"output_tok_per_s", "total_tok_per_s", "requests_per_s"}
@@ -59,8 +60,9 @@ def versions(manifest: RunManifest) -> dict[str, str | None]:
 def versions_table(run_dirs: list[Path] | None = None, outputs_dir: Path = paths.OUTPUTS_DIR) -> pd.DataFrame:
     """One row per run: scenario, status, start time and every version it recorded (the report's SDK table)."""
     rows = []
-    for d in run_dirs if run_dirs is not None else results.run_dirs(outputs_dir):
-        m = results.load_manifest(d)
+    manifests = [results.load_manifest(d) for d in run_dirs] if run_dirs is not None else \
+        list(runset.run_set(outputs_dir).manifests.values())  # the readable runs; the run set names the rest
+    for m in manifests:
         rows.append(dict(run_id=m.run_id, scenario=m.scenario, model=m.resolved.model.name,
                          workload=m.resolved.workload.name, status=m.status, started_at=m.started_at,
                          git_commit=m.environment.git.commit, **versions(m)))

@@ -58,7 +58,10 @@ def _cached(runs: runset.RunSet, run_id: str) -> pd.DataFrame:
     key = hashlib.sha256(repr((raw, inspect.getsource(metrics))).encode()).hexdigest()[:16]
     path = paths.derived_cache_dir(runs.outputs_dir) / f"levels-{run_id}-{key}.parquet"
     if path.exists():
-        return pd.read_parquet(path)
+        try:
+            return pd.read_parquet(path)
+        except (OSError, ValueError):  # a cut or stale cache file: recompute and write it again
+            pass
     rows = recompute(runs, run_id)
     try:  # a cache that cannot be written (a read-only outputs folder) only costs time
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -34,7 +34,7 @@ def harness_side(requests: pd.DataFrame) -> pd.DataFrame:
     engine starts, each repetition measured on its own)."""
     req = metrics.request_table(requests[requests["level_kind"] == "concurrency"])
     keys = [k for k in ("level_value", "replicate", "repetition") if k in req]
-    rows = [{"level_value": key[0], **bench_definitions(g)} for key, g in req.groupby(keys, sort=True)]
+    rows = [{"level_value": key[0], **bench_definitions(g)} for key, g in req.groupby(keys, sort=True, dropna=False)]
     if not rows:
         return pd.DataFrame()
     return pd.DataFrame(rows).groupby("level_value").median()

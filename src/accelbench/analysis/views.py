@@ -207,7 +207,8 @@ def serve_runs(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
 def validations(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
     """Per run validated against `vllm bench serve` (its manifest has serve_validation and the run folder
     serve_levels.parquet): validation.compare of the run's raw requests (DuckDB view `requests`) against
-    bench serve, per concurrency level and metric."""
+    bench serve, per concurrency level and metric; the steady row recomputed on both sides from their raw
+    requests under the current measurement interval."""
     served = serve_runs(output_dir)
     served = served[[(Path(d) / "serve_levels.parquet").exists() for d in served["run_dir"]]] \
         if not served.empty else served
@@ -219,8 +220,10 @@ def validations(output_dir: Path | str = paths.OUTPUTS_DIR) -> pd.DataFrame:
     parts = []
     for _, run in served.iterrows():
         mine = requests[requests["run_id"] == run["run_id"]].drop(columns="run_id").reset_index(drop=True)
-        # serve_levels is not one of the run set's DuckDB views: read beside the run's other files
-        c = validation.compare(mine, pd.read_parquet(Path(run["run_dir"]) / "serve_levels.parquet"))
+        # serve_levels and serve_requests are not DuckDB views of the run set: read through RunSet.table
+        runs_ = runset.run_set(output_dir)
+        c = validation.compare(mine, runs_.table(run["run_id"], "serve_levels"),
+                               runs_.table(run["run_id"], "serve_requests"))
         parts.append(c.assign(run_id=run["run_id"], run_label=run["run_label"]))
     return pd.concat(parts, ignore_index=True)
 

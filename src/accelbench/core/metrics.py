@@ -239,7 +239,8 @@ def level_keys(df: pd.DataFrame) -> list[str]:
 def level_table(requests: pd.DataFrame) -> pd.DataFrame:
     """One row per measured (replicate, level_kind, level_value, repetition), recomputable from the raw rows."""
     keys = level_keys(requests)
-    rows = [{**dict(zip(keys, key)), **level_row(group)} for key, group in requests.groupby(keys, sort=False)]
+    rows = [{**dict(zip(keys, key)), **level_row(group)}
+            for key, group in requests.groupby(keys, sort=False, dropna=False)]  # a run without engine starts: NaN
     return pd.DataFrame(rows)
 
 
@@ -247,7 +248,7 @@ def goodput(requests: pd.DataFrame, ttft_limit_ms: float, tpot_limit_ms: float) 
     """Per measured level: requests completed inside its interval that met both SLO limits, per second of it."""
     rows = []
     keys = level_keys(requests)
-    for key, level in requests.groupby(keys, sort=False):
+    for key, level in requests.groupby(keys, sort=False, dropna=False):
         start, end, _ = interval(level)
         done = level[level["error"].isna() & inside(level["end_s"], start, end)]
         good = int(((done["ttft_ms"] <= ttft_limit_ms) & (done["tpot_ms"] <= tpot_limit_ms)).sum())

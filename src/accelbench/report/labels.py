@@ -15,17 +15,15 @@ LABELS: dict[str, str] = {
     "offered_rate_per_s": "Offered request rate, realized (req/s)",
     "achieved_rate_per_s": "Achieved completion rate (req/s)",
     "ttft_p50_ms": "TTFT p50 (ms)", "ttft_p99_ms": "TTFT p99, interval (ms)", "ttft_ms": "TTFT (ms)",
-    "ttft_p99_level_ms": "TTFT p99, every request of the level (ms)",
-    "tpot_p99_level_ms": "TPOT p99, every request of the level (ms)",
-    "itl_p99_level_ms": "ITL p99, every request of the level (ms)",
+    "ttft_p99_level_ms": "TTFT p99, every request of the level (ms)", "replicates": "Engine starts",
+    "tpot_p99_level_ms": "TPOT p99, every request of the level (ms)", "steps": "Engine steps",
+    "itl_p99_level_ms": "ITL p99, every request of the level (ms)", "closed_loop_start": "Client start policy",
     "output_tok_per_s_level": "Output throughput, bench serve's definition (tok/s)",
     "checks_failed": "Identity checks failed", "low_n": "Few requests (< 30 completed or < 10 s)",
-    "not_steady": "No measurement interval", "replicates": "Engine starts",
-    "output_tok_per_s_between_cv": "Between engine starts, CV of output tok/s",
-    "output_tok_per_s_within_cv": "Within one engine start, CV of output tok/s",
-    "closed_loop_start": "Client start policy", "steps": "Engine steps",
+    "not_steady": "No measurement interval", "decode_step_mean_ms": "Decode-only step, mean (ms)",
+    "output_tok_per_s_between_cv": "Between engine starts, CV of output tok/s (%)",
+    "output_tok_per_s_within_cv": "Within one engine start, CV of output tok/s (%)",
     "prefill_steps_pct": "Steps finishing a prefill (%)", "prefill_step_mean_ms": "Prefill step, mean (ms)",
-    "decode_step_mean_ms": "Decode-only step, mean (ms)",
     "running_in_prefill_steps_mean": "Requests running in prefill steps, mean",
     "itl_p50_ms": "ITL p50 (ms)", "itl_p99_ms": "ITL p99, interval (ms)",
     "tpot_p50_ms": "TPOT p50 (ms)", "tpot_p99_ms": "TPOT p99, interval (ms)",
@@ -132,6 +130,8 @@ _PRICE = f"{COST_BASIS}, {PRICE_KIND.replace('_', '-')} price"
 
 # What a table says instead when it has no rows but there are runs (without runs: NOTHING).
 EMPTY = {
+    "engine_starts": "No run has more than one engine start yet: run a scenario with replicates (-p replicates 3).",
+    "start_policy": "No run recorded vLLM's per-step token counts yet (runs from schema version 4 on do).",
     "skipped": "No run folder was skipped: every folder under results/ is a readable run.",
     "unmeasured": "Every scenario in params/scenarios/ has a completed run.",
     "slo": "No SLO profile in params/slos.yaml names these runs' models.",
@@ -150,6 +150,15 @@ EMPTY = {
 
 # Each table's caption; {names} are filled from the table's rows.
 CAPTIONS = {
+    "engine_starts": "Runs with several engine starts (replicates), closed-loop levels: the mean over engine starts "
+                     "with its Student-t 95% interval, and the spread split between engine starts and within one "
+                     "(variance components, as CVs of the mean). The between-start spread is what an interval over "
+                     "one engine start's repetitions cannot show.",
+    "start_policy": "The client start policy against what it changes. Staggered: clients start spread over one "
+                    "request's latency; simultaneous: all at once (as vllm bench serve --max-concurrency does). The "
+                    "interval's TTFT p99 leaves the start-up wave out, every request's includes it. The step columns "
+                    "come from vLLM's per-step counts: a step that finishes a prefill holds every decode batched "
+                    "with it, so a start-up wave packed into fewer, longer prefill steps shows in TTFT and ITL.",
     "skipped": "Folders under results/<scenario>/ that are not readable runs, left out of every table and chart: "
                "a manifest.json that is missing, empty, not valid JSON or not a run manifest; a status or schema "
                "version this accelbench does not know; a Parquet file that cannot be read or lacks the columns "

@@ -14,7 +14,7 @@ import pandas as pd
 from IPython.display import Markdown
 from pandas.io.formats.style import Styler
 
-from accelbench.analysis import compare, pareto, prices, views
+from accelbench.analysis import compare, pareto, prices, spread, views
 from accelbench.analysis.runs import order, provenance, runs
 from accelbench.config import paths
 from accelbench.config.reference import load_references
@@ -230,6 +230,12 @@ def _significant(ch: Frame) -> Frame | str:
     return significant.assign(metric=significant["metric"].map(lambda m: LABELS.get(m, m)))
 
 
+def _cv_pct(s: Frame) -> Frame:
+    for c in ("output_tok_per_s_between_cv", "output_tok_per_s_within_cv"):
+        s[c] = [f"{100 * v:.1f}%" if np.isfinite(v) else np.nan for v in s[c].astype(float)]
+    return s
+
+
 def _provenance(p: Frame) -> Frame:
     p["started_at"] = p["started_at"].str[:19].str.replace("T", " ")
     return p.assign(status=_status(p["status"]), fixture=_fixture(p["fixture"]))
@@ -325,5 +331,13 @@ TABLES: dict[str, TableSpec] = {
     "provenance_machine": TableSpec(provenance, ("run_id", "instance", "accelerator", "measured_accelerators",
                                                  "vllm", "torch", "git", "started_at"),
                                     CAPTIONS["provenance_machine"], shown=_provenance),
+    "engine_starts": TableSpec(spread.engine_starts, ("run_label", "level", "replicates", "repetitions",
+                               "output_tok_per_s", "output_tok_per_s_ci", "output_tok_per_s_between_cv",
+                               "output_tok_per_s_within_cv"), CAPTIONS["engine_starts"], shown=_cv_pct,
+                               empty=EMPTY["engine_starts"]),
+    "start_policy": TableSpec(spread.start_policy, ("run_label", "level", "closed_loop_start", "ttft_p99_ms",
+                              "ttft_p99_level_ms", "itl_p50_ms", "itl_p99_ms", "output_tok_per_s",
+                              "prefill_steps_pct", "prefill_step_mean_ms", "decode_step_mean_ms",
+                              "running_in_prefill_steps_mean"), CAPTIONS["start_policy"], empty=EMPTY["start_policy"]),
     "skipped": TableSpec(views.skipped_folders, ("folder", "reason"), CAPTIONS["skipped"], empty=EMPTY["skipped"]),
 }
