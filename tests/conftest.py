@@ -12,12 +12,14 @@ from accelbench.config import paths
 
 @pytest.fixture(scope="session")
 def cpu_run_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An outputs folder holding one real run of the cpu scenario (vLLM on this host, ~35 s), made once."""
-    from accelbench import run_scenario
+    """An outputs folder holding one real run of the cpu scenario, made once per test session the way a user
+    makes it: notebooks/run_scenario.ipynb executed by papermill (vLLM on this host), its executed copy in
+    <outputs>/cpu.ipynb. The notebook tests, the oracle and the report tests share this one engine start."""
+    import papermill as pm
 
     outputs = tmp_path_factory.mktemp("cpu-run-outputs")
-    run = run_scenario("cpu", outputs_dir=outputs)
-    assert run.status == "completed", run.error
+    pm.execute_notebook(str(paths.RUN_NOTEBOOK), str(outputs / "cpu.ipynb"), parameters=dict(
+        scenario="cpu", output_dir=str(outputs)), kernel_name="python3", cwd=str(paths.ROOT), progress_bar=False)
     return outputs
 
 

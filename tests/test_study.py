@@ -33,11 +33,10 @@ def error_text(nb_path):
 
 
 @pytest.fixture(scope="module")
-def cpu_notebook_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("nbrun")
-    execute(out / "cpu.ipynb", scenario="cpu", output_dir=str(out))
-    (run_dir,) = run_dirs(out)
-    return out, run_dir
+def cpu_notebook_run(cpu_run_outputs):
+    """The session's one notebook run of the cpu scenario (conftest), shared with the oracle and report tests."""
+    (run_dir,) = run_dirs(cpu_run_outputs)
+    return cpu_run_outputs, run_dir
 
 
 def test_notebook_measures_every_level_and_saves_a_completed_run(cpu_notebook_run):
@@ -57,7 +56,9 @@ def test_notebook_measures_every_level_and_saves_a_completed_run(cpu_notebook_ru
     assert levels["power_mean_w"].isna().all()  # no telemetry on CPU: absent, not zero
     requests = pd.read_parquet(run_dir / "requests.parquet")
     assert len(requests) == levels["n_requests"].sum() == 6 * 2 + 12 * 2 + 8 * 2
-    assert (requests["output_tokens"] == 16).all() and (requests["input_tokens"] == 64).all()
+    # 16 output tokens on average, drawn within 25% (12 to 20), each request held to its draw
+    assert requests["output_tokens"].between(12, 20).all() and requests["output_tokens"].nunique() > 1
+    assert requests["error"].isna().all() and (requests["input_tokens"] == 64).all()
     assert requests["engine_first_token_latency_s"].notna().all()
     assert (out / "cpu.ipynb").exists() and not error_text(out / "cpu.ipynb")
 
@@ -90,8 +91,9 @@ def test_cuda_scenario_on_a_host_without_gpu_says_what_it_looked_for(tmp_path):
 
 
 def test_model_override_runs_maverick_shaped_moe_on_cpu(tmp_path):
-    """-p model overrides the scenario default; the scaled-down Maverick exercises the MoE/interleaved path."""
-    execute(tmp_path / "mav.ipynb", scenario="cpu", model="maverick-tiny", workload="cpu-smoke",
+    """-p model overrides the scenario default; the scaled-down Maverick exercises the MoE/interleaved path
+    (on the one-level workload: what is tested is that the MoE engine starts and measures)."""
+    execute(tmp_path / "mav.ipynb", scenario="cpu", model="maverick-tiny", workload="cpu-one",
             output_dir=str(tmp_path))
     (run_dir,) = run_dirs(tmp_path)
     m = load_manifest(run_dir)
