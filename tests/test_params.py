@@ -449,7 +449,9 @@ def test_params_unreadable_or_empty_files_are_accelbench_errors(tree):
     assert f"{tree / 'models'}: cannot be read" in _error(params.load_instances, tree / "models")
     (tree / "workloads" / "cpu-smoke.yaml").unlink()
     (tree / "workloads" / "cpu-smoke.yaml").mkdir()  # not a file: not a workload
-    assert "unknown workload 'cpu-smoke': valid workloads are cpu-validate" in _error(params.load_workload, "cpu-smoke")
+    text = _error(params.load_workload, "cpu-smoke")
+    valid = text.split("valid workloads are ", 1)[1].split(" (files in", 1)[0].split(", ")
+    assert text.startswith("unknown workload 'cpu-smoke'") and "cpu-validate" in valid and "cpu-smoke" not in valid
     (tree / "slos.yaml").write_text("")
     assert "slos.yaml: field '<document>': expected a mapping of SLO profile name to fields, got an empty document" \
         in _error(params.load_slo_profiles)
