@@ -277,8 +277,9 @@ def test_fleet_runs_each_scenario_on_its_node_and_brings_the_run_back(two_types,
     levels = runset.load_levels(tmp_path)
     assert levels.groupby("run_id").size().to_dict() == {
         o.run_dir.name: _levels_planned("cpu-smoke") for o in outcomes.values()}
-    from accelbench.report import render_report, summary
-    assert set(summary(tmp_path)["run_id"]) == {o.run_dir.name for o in outcomes.values()}
+    from accelbench.analysis.summary import measured
+    from accelbench.report import render_report
+    assert set(measured(tmp_path)["run_id"]) == {o.run_dir.name for o in outcomes.values()}
     assert render_report(tmp_path).stat().st_size > 0
 
     # run again at the commit the runs were made at (pinned: another commit landing in this checkout
@@ -372,7 +373,10 @@ def test_fleet_reruns_a_scenario_whose_node_is_lost_and_keeps_finished_results(t
         running = _processes_of("cpu@type-b")  # the guard, papermill, the kernel, vLLM's engine
         assert len(running) >= 4, [p.cmdline() for p in running]
         _kill_node(cluster, doomed)
-        _wait(lambda: not [p for p in running if _alive(p)], 60, "the lost node's notebook processes to exit")
+        try:
+            _wait(lambda: not [p for p in running if _alive(p)], 60, "the lost node's notebook processes to exit")
+        except pytest.fail.Exception:
+            pytest.fail(f"still running after the node was lost: {[(p.pid, p.cmdline()) for p in running if _alive(p)]}")
         replacement = _add_node(cluster, "type-b")
         driver.join(600)
         assert not driver.is_alive(), "run_fleet did not return"

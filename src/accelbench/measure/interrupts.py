@@ -14,8 +14,8 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class Interrupts:
-    """A context manager around a run, in the main thread (signal handlers live there; elsewhere it only
-    records nothing). A signal the process was started ignoring (nohup, a background job) stays ignored."""
+    """A context manager around a run, in the main thread (signal handlers live there; in another thread it
+    changes nothing). A signal the process was started ignoring (nohup, a background job) stays ignored."""
 
     def __init__(self) -> None:
         self.signum: int | None = None
@@ -30,7 +30,8 @@ class Interrupts:
     def __enter__(self) -> Interrupts:
         if threading.current_thread() is threading.main_thread():
             for sig in SIGNALS:
-                if signal.getsignal(sig) is not signal.SIG_IGN:
+                previous = signal.getsignal(sig)
+                if previous is not signal.SIG_IGN and previous is not None:  # None: set outside Python, kept
                     self._previous[sig] = signal.signal(sig, self._handle)
         return self
 
