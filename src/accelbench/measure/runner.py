@@ -213,7 +213,8 @@ async def sweep(engine: Engine, resolved: Resolved, clock: Clock,
         on_level(level, records, start, end)
         if records and all(r["error"] for r in records):
             raise RuntimeError(f"every request of {level.label} failed, first error: {records[0]['error']}")
-        throughputs.append(metrics.level_row(metrics.request_table(records))["output_tok_per_s"])
+        if w.max_repetitions:  # the adaptive mode alone needs the level's throughput between levels
+            throughputs.append(metrics.level_row(metrics.request_table(records))["output_tok_per_s"])
         last_planned = not queue or queue[0].repetition == 0
         if last_planned and w.max_repetitions and len(throughputs) < w.max_repetitions \
                 and uncertainty.half_width_pct(np.array(throughputs)) > w.target_half_width_pct:
